@@ -1,0 +1,202 @@
+"""The audit trail: every call recorded in SQLite (WAL), off the caller's thread.
+
+`record` only puts a row on a queue (microseconds); a writer thread inserts rows in batches.
+An audit failure never fails a tool call: errors are counted and the row is dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts REAL NOT NULL,
+    session_id TEXT NOT NULL,
+    workspace TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    input TEXT NOT NULL,
+    decision TEXT,
+    decided_by TEXT,
+    reason TEXT,
+    duration_ms REAL NOT NULL,
+    result_chars INTEGER NOT NULL,
+    is_error INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS calls_ts ON calls(ts);
+CREATE INDEX IF NOT EXISTS calls_tool ON calls(tool);
+"""
+COLUMNS = (
+    "id", "ts", "session_id", "workspace", "tool", "input", "decision", "decided_by", "reason",
+    "duration_ms", "result_chars", "is_error",
+)
+MAX_VALUE_CHARS = 500
+MAX_INPUT_CHARS = 4_000
+
+
+def default_path() -> Path:
+    env = os.environ.get("CODEBELT_AUDIT_DB")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return Path(base) / "codebelt" / "audit.db"
+
+
+def _cut(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= MAX_VALUE_CHARS else value[:MAX_VALUE_CHARS] + f"…[{len(value)} chars]"
+    if isinstance(value, dict):
+        return {str(k): _cut(v) for k, v in list(value.items())[:50]}
+    if isinstance(value, (list, tuple)):
+        return [_cut(v) for v in list(value)[:50]]
+    return value
+
+
+def summarize_input(value: Any) -> str:
+    try:
+        text = json.dumps(_cut(value), ensure_ascii=False, default=str)
+    except Exception:
+        text = repr(value)
+    return text if len(text) <= MAX_INPUT_CHARS else text[:MAX_INPUT_CHARS] + "…"
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=10, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.executescript(SCHEMA)
+    return conn
+
+
+class AuditLog:
+    _STOP = object()
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.failures = 0
+        self.last_error: str | None = None
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._writer, name="codebelt-audit", daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def open(cls, path: Path | None = None) -> "AuditLog":
+        return cls(path or default_path())
+
+    def record(
+        self,
+        *,
+        session_id: str,
+        workspace: str,
+        tool: str,
+        input: Any,
+        decision: Any,
+        duration_ms: float,
+        result_chars: int,
+        is_error: bool,
+    ) -> None:
+        # Keep the caller's cost tiny: summarise here (needs the live object), insert later.
+        try:
+            row = (
+                time.time(),
+                session_id,
+                workspace,
+                tool,
+                summarize_input(input),
+                getattr(decision, "behavior", None),
+                getattr(decision, "decided_by", None),
+                getattr(decision, "reason", None),
+                round(duration_ms, 3),
+                result_chars,
+                int(is_error),
+            )
+            self._queue.put(row)
+        except Exception as e:  # noqa: BLE001
+            self.failures += 1
+            self.last_error = str(e)
+
+    def _writer(self) -> None:
+        conn = None
+        while True:
+            item = self._queue.get()
+            batch = [item]
+            while True:  # drain what is already waiting, to insert in one transaction
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            stop = any(i is self._STOP for i in batch)
+            rows = [i for i in batch if i is not self._STOP and not isinstance(i, threading.Event)]
+            events = [i for i in batch if isinstance(i, threading.Event)]
+            if rows:
+                try:
+                    if conn is None:
+                        conn = connect(self.path)
+                    with conn:
+                        conn.executemany(
+                            "INSERT INTO calls (ts, session_id, workspace, tool, input, decision,"
+                            " decided_by, reason, duration_ms, result_chars, is_error)"
+                            " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                            rows,
+                        )
+                except Exception as e:  # noqa: BLE001 — the audit never fails a call
+                    self.failures += len(rows)
+                    self.last_error = f"{type(e).__name__}: {e}"
+                    conn = None
+            for ev in events:
+                ev.set()
+            if stop:
+                if conn is not None:
+                    conn.close()
+                return
+
+    def flush(self, timeout: float = 5.0) -> None:
+        ev = threading.Event()
+        self._queue.put(ev)
+        ev.wait(timeout)
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self._queue.put(self._STOP)
+            self._thread.join(timeout=5)
+
+
+def query(
+    path: Path,
+    *,
+    tail: int | None = 20,
+    tool: str | None = None,
+    session_id: str | None = None,
+    errors_only: bool = False,
+) -> Iterator[dict[str, Any]]:
+    if not path.exists():
+        return iter(())
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+    where, args = [], []
+    if tool:
+        where.append("tool = ?")
+        args.append(tool)
+    if session_id:
+        where.append("session_id = ?")
+        args.append(session_id)
+    if errors_only:
+        where.append("is_error = 1")
+    sql = f"SELECT {', '.join(COLUMNS)} FROM calls"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY id DESC"
+    if tail:
+        sql += f" LIMIT {int(tail)}"
+    try:
+        rows = conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+    return (dict(zip(COLUMNS, r)) for r in reversed(rows))

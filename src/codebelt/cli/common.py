@@ -1,0 +1,22 @@
+"""What every subcommand shares: building the Session from the common options."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..permissions.approvers import terminal_approver_if_interactive
+
+
+def make_session(args: argparse.Namespace, *, interactive: bool = True, **kwargs: Any):
+    from ..session import Session
+
+    if interactive and "approver" not in kwargs:
+        kwargs["approver"] = terminal_approver_if_interactive()
+    return Session(
+        root=args.root,
+        mode=args.mode,
+        sandbox=args.sandbox,
+        settings_file=args.settings,
+        **kwargs,
+    )

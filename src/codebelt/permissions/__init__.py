@@ -1,0 +1,1 @@
+"""Permission policy: rules, the decision engine, approvers."""

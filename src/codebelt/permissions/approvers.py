@@ -1,0 +1,59 @@
+"""Approvers answer `ask` decisions: a callback, an interactive terminal prompt, or nobody."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, TextIO
+
+from .decision import Decision
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    tool: str
+    input: dict[str, Any]
+    decision: Decision
+
+    def summary(self, limit: int = 400) -> str:
+        if self.tool == "Bash" and "command" in self.input:
+            detail = str(self.input["command"])
+        elif "file_path" in self.input:
+            detail = str(self.input["file_path"])
+        else:
+            detail = json.dumps(self.input, ensure_ascii=False)
+        if len(detail) > limit:
+            detail = detail[:limit] + "…"
+        return f"{self.tool}: {detail}"
+
+
+Approver = Callable[[ApprovalRequest], bool]
+
+
+class TerminalApprover:
+    """Asks on the controlling terminal (y/N). Used by the CLI when stdin is a TTY."""
+
+    def __init__(self, stream_in: TextIO | None = None, stream_out: TextIO | None = None):
+        self._in = stream_in or sys.stdin
+        self._out = stream_out or sys.stderr
+        self._lock = threading.Lock()  # one question at a time
+
+    def __call__(self, request: ApprovalRequest) -> bool:
+        with self._lock:
+            self._out.write(
+                f"\ncodebelt wants to run {request.summary()}\n"
+                f"  why it asks: {request.decision.reason}\n"
+                "Allow? [y/N] "
+            )
+            self._out.flush()
+            answer = self._in.readline()
+            return answer.strip().lower() in ("y", "yes")
+
+
+def terminal_approver_if_interactive() -> Approver | None:
+    try:
+        return TerminalApprover() if sys.stdin.isatty() and sys.stderr.isatty() else None
+    except (AttributeError, ValueError):
+        return None

@@ -1,0 +1,109 @@
+"""Permission rules: `Tool` or `Tool(specifier)`, parsed once and matched many times.
+
+Bash specifiers are command patterns where `*` matches any text (`Bash(ls *)` matches `ls` and
+`ls -la`, not `lsof`; a trailing `:*` is the legacy spelling of ` *`). Path specifiers (Read,
+Edit, …) are gitignore-style patterns: `//abs/path`, `~/in/home`, `/relative/to/root`,
+`./relative/to/root`, or a bare pattern (`*.env` matches at any depth).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from ..errors import RuleError
+
+_RULE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.S)
+
+# Tools whose rules name paths, and which family of request they cover.
+EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "ApplyPatch", "NotebookEdit"})
+READ_TOOLS = frozenset({"Read", "Glob", "Grep"})
+COMMAND_TOOLS = frozenset({"Bash"})
+
+
+@dataclass(frozen=True)
+class Rule:
+    tool: str
+    specifier: str | None
+    text: str
+    source: str = ""
+    root: Path = field(default=Path("/"), compare=False)
+
+    @classmethod
+    def parse(cls, text: str, source: str = "", root: Path = Path("/")) -> "Rule":
+        m = _RULE.match(text)
+        if not m:
+            raise RuleError(f"permission rule {text!r} in {source or 'settings'} is not of the form Tool or Tool(specifier)")
+        spec = m.group(2)
+        if spec is not None:
+            spec = spec.strip()
+            if spec in ("", "*", "**"):
+                spec = None  # Tool(*) means the whole tool
+        return cls(m.group(1), spec, text.strip(), source, root)
+
+    # -- Bash command patterns ----------------------------------------------------------------
+    @cached_property
+    def command_regex(self) -> re.Pattern[str]:
+        spec = self.specifier or "*"
+        if spec.endswith(":*"):
+            spec = spec[:-2] + " *"
+        optional_tail = spec.endswith(" *")
+        body = spec[:-2] if optional_tail else spec
+        parts = []
+        for chunk in re.split(r"(\\\*|\*)", body):
+            if chunk == "*":
+                parts.append(".*")
+            elif chunk == "\\*":
+                parts.append(re.escape("*"))
+            else:
+                parts.append(re.escape(chunk))
+        pattern = "".join(parts) + (r"(?: .*)?" if optional_tail else "")
+        return re.compile(pattern, re.S)
+
+    def matches_command(self, command: str) -> bool:
+        if self.specifier is None:
+            return True
+        return self.command_regex.fullmatch(command.strip()) is not None
+
+    # -- path patterns ------------------------------------------------------------------------
+    @cached_property
+    def _path_matcher(self) -> tuple[Path, object]:
+        import pathspec
+
+        spec = self.specifier or "**"
+        if spec.startswith("//"):
+            base, pattern = Path("/"), "/" + spec[2:].lstrip("/")
+        elif spec.startswith("~/") or spec == "~":
+            base, pattern = Path(os.path.expanduser("~")), "/" + spec[2:]
+        elif spec.startswith("./"):
+            base, pattern = self.root, "/" + spec[2:]
+        elif spec.startswith("/"):
+            base, pattern = self.root, spec
+        else:
+            base, pattern = self.root, spec
+        if pattern in ("/", ""):
+            pattern = "/**"
+        base = Path(os.path.realpath(base))
+        return base, pathspec.PathSpec.from_lines("gitwildmatch", [pattern])
+
+    def matches_path(self, path: Path) -> bool:
+        if self.specifier is None:
+            return True
+        base, spec = self._path_matcher
+        try:
+            rel = path.relative_to(base)
+        except ValueError:
+            return False
+        rel_text = rel.as_posix()
+        if rel_text == ".":
+            return False
+        # A pattern naming a directory covers everything under it.
+        return spec.match_file(rel_text) or spec.match_file(rel_text + "/")  # type: ignore[attr-defined]
+
+
+def parse_rules(entries, root: Path) -> list[tuple[str, Rule]]:
+    """(behavior, Rule) for every RuleSource; bad rules raise RuleError naming their source."""
+    return [(e.behavior, Rule.parse(e.text, e.source, root)) for e in entries]

@@ -1,0 +1,89 @@
+"""The workspace: its roots, path resolution, and which paths are protected.
+
+Every path a tool touches goes through `Workspace.resolve`: `..` and symlinks are resolved
+before any containment check, so a symlink pointing outside is outside.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import PathError
+
+# Paths inside the workspace that need an explicit allow rule to be written (SPEC §2).
+PROTECTED_DIRS = (".codebelt", ".claude")
+
+
+@dataclass
+class Workspace:
+    root: Path
+    additional_dirs: list[Path] = field(default_factory=list)
+    # Directories tools may read without any rule (the session's results directory).
+    internal_read_dirs: list[Path] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.root = Path(os.path.realpath(self.root))
+        self.additional_dirs = [Path(os.path.realpath(d)) for d in self.additional_dirs]
+        self.internal_read_dirs = [Path(os.path.realpath(d)) for d in self.internal_read_dirs]
+
+    @property
+    def roots(self) -> list[Path]:
+        return [self.root, *self.additional_dirs]
+
+    def resolve(self, path: str | os.PathLike[str], base: Path | None = None) -> Path:
+        """Absolute, fully resolved path (symlinks followed as far as they exist).
+
+        Relative paths are taken from `base` (default: the root). `~` is expanded.
+        UNC paths are refused outright: they can make the OS reach out to a network host.
+        """
+        text = os.fspath(path)
+        if "\x00" in text:
+            raise PathError(f"path {text!r} contains a NUL byte")
+        if not text.strip():
+            raise PathError("path is empty")
+        if text.startswith("\\\\") or text.startswith("//") and len(text) > 2 and text[2] != "/":
+            raise PathError(f"path {text} is a UNC path; network paths are refused")
+        if text.startswith("~"):
+            text = os.path.expanduser(text)
+        p = Path(text)
+        if not p.is_absolute():
+            p = (base or self.root) / p
+        return Path(os.path.realpath(p))
+
+    def root_of(self, resolved: Path) -> Path | None:
+        for r in self.roots:
+            if resolved == r or r in resolved.parents:
+                return r
+        return None
+
+    def is_inside(self, resolved: Path) -> bool:
+        return self.root_of(resolved) is not None
+
+    def is_internal_readable(self, resolved: Path) -> bool:
+        return any(resolved == d or d in resolved.parents for d in self.internal_read_dirs)
+
+    def relative(self, resolved: Path) -> str:
+        """Path as shown to the model: relative to the root when inside it, else absolute."""
+        try:
+            rel = resolved.relative_to(self.root)
+        except ValueError:
+            return str(resolved)
+        return str(rel) if str(rel) != "." else "."
+
+    def protected_reason(self, resolved: Path) -> str | None:
+        """Why writing this path needs an explicit allow rule, or None."""
+        r = self.root_of(resolved)
+        if r is None:
+            return None
+        parts = resolved.relative_to(r).parts
+        if not parts:
+            return None
+        if parts[0] in PROTECTED_DIRS:
+            return f"{parts[0]}/ holds agent configuration"
+        if parts[0] == ".git":
+            return ".git/ internals (hooks, config) can make git run programs"
+        if parts[-1].startswith(".env"):
+            return f"{parts[-1]} may hold secrets"
+        return None

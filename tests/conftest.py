@@ -1,0 +1,47 @@
+"""Shared fixtures: a fresh workspace and a Session factory that cleans up after itself."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from codebelt import Session
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory, monkeypatch):
+    # User-level settings and the default audit DB must never come from the developer's machine.
+    state = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(state / "config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(state / "state"))
+    monkeypatch.delenv("CODEBELT_AUDIT_DB", raising=False)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def audit_db(tmp_path: Path) -> Path:
+    return tmp_path / "audit.db"
+
+
+@pytest.fixture
+def make_session(ws: Path, audit_db: Path):
+    sessions: list[Session] = []
+
+    def factory(root: os.PathLike[str] | str | None = None, **kwargs) -> Session:
+        kwargs.setdefault("audit", audit_db)
+        kwargs.setdefault("load_user_settings", False)
+        s = Session(root=root if root is not None else ws, **kwargs)
+        sessions.append(s)
+        return s
+
+    yield factory
+    for s in sessions:
+        s.close()
