@@ -65,6 +65,9 @@ class Settings:
     def __init__(self, layers: list[tuple[str, Mapping[str, Any]]]):
         # layers: (source label, data), highest priority first.
         self.sources = [label for label, _ in layers]
+        for label, data in layers:
+            if not isinstance(data.get("permissions", {}), Mapping):
+                raise SettingsError(f"{label}: 'permissions' must be an object")
         self.data: dict[str, Any] = {}
         for _, data in reversed(layers):
             _merge_into(self.data, data)
@@ -72,8 +75,6 @@ class Settings:
         extra_dirs: list[str] = []
         for label, data in layers:
             perms = data.get("permissions") or {}
-            if not isinstance(perms, Mapping):
-                raise SettingsError(f"{label}: 'permissions' must be an object")
             for behavior in RULE_LISTS:
                 values = perms.get(behavior) or []
                 if not isinstance(values, list) or not all(isinstance(v, str) for v in values):

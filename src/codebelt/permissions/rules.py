@@ -87,7 +87,7 @@ class Rule:
         if pattern in ("/", ""):
             pattern = "/**"
         base = Path(os.path.realpath(base))
-        return base, pathspec.PathSpec.from_lines("gitwildmatch", [pattern])
+        return base, pathspec.GitIgnoreSpec.from_lines([pattern])
 
     def matches_path(self, path: Path) -> bool:
         if self.specifier is None:

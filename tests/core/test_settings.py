@@ -1,0 +1,84 @@
+"""Settings files: where they are read from, precedence, Claude Code's permissions block, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from codebelt.errors import SettingsError
+from codebelt.settings import load_settings
+
+
+def write(path: Path, data) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+
+
+def test_precedence_of_scalars(ws, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    write(tmp_path / "cfg/codebelt/settings.json", {"grep": {"timeoutMs": 1, "x": "user"}, "permissions": {"defaultMode": "plan"}})
+    write(ws / ".codebelt/settings.json", {"grep": {"timeoutMs": 2}})
+    write(ws / ".codebelt/settings.local.json", {"grep": {"timeoutMs": 3}})
+    extra = tmp_path / "extra.json"
+    write(extra, {"grep": {"timeoutMs": 4}})
+    s = load_settings(ws, explicit={"grep": {"timeoutMs": 5}}, settings_file=extra)
+    assert s.get("grep.timeoutMs") == 5
+    assert s.get("grep.x") == "user"  # deep merge keeps lower keys
+    assert s.get("permissions.defaultMode") == "plan"
+    assert load_settings(ws, settings_file=extra).get("grep.timeoutMs") == 4
+    assert load_settings(ws).get("grep.timeoutMs") == 3
+    assert load_settings(ws, load_user=False).get("grep.x") is None
+
+
+def test_rules_from_every_file_with_their_sources(ws):
+    write(ws / ".codebelt/settings.json", {"permissions": {"allow": ["Bash(make *)"]}})
+    write(ws / ".claude/settings.json", {"permissions": {"deny": ["Read(./.env)"]}, "model": "ignored"})
+    write(ws / ".claude/settings.local.json", {"permissions": {"ask": ["Bash(git push *)"]}})
+    s = load_settings(ws, explicit={"permissions": {"allow": ["Edit(src/**)"]}}, load_user=False)
+    got = {(r.behavior, r.text, r.source) for r in s.rules}
+    assert got == {
+        ("allow", "Edit(src/**)", "session settings"),
+        ("allow", "Bash(make *)", ".codebelt/settings.json"),
+        ("deny", "Read(./.env)", ".claude/settings.json"),
+        ("ask", "Bash(git push *)", ".claude/settings.local.json"),
+    }
+    assert s.get("model") is None  # only Claude Code's permissions block is taken
+
+
+def test_claude_code_policy_applies_unchanged(make_session, ws):
+    from .tools_for_tests import ALL
+
+    write(ws / ".claude/settings.json", {"permissions": {"deny": ["Read(./secret.txt)"]}})
+    (ws / "secret.txt").write_text("x")
+    s = make_session(tools=ALL)
+    r = s.call("Peek", {"file_path": "secret.txt"})
+    assert r.is_error and "denied by rule Read(./secret.txt) in .claude/settings.json" in r.text
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("{not json", "is not valid JSON"),
+        ("[1, 2]", "must hold a JSON object"),
+        ('{"permissions": {"allow": "Bash(ls)"}}', "must be a list of strings"),
+        ('{"permissions": []}', "'permissions' must be an object"),
+    ],
+)
+def test_bad_settings_files_are_named(ws, content, message):
+    write(ws / ".codebelt/settings.json", content)
+    with pytest.raises(SettingsError, match=message) as e:
+        load_settings(ws, load_user=False)
+    assert ".codebelt/settings.json" in str(e.value)
+
+
+def test_missing_explicit_settings_file(ws, tmp_path):
+    with pytest.raises(SettingsError, match="does not exist"):
+        load_settings(ws, settings_file=tmp_path / "nope.json")
+
+
+def test_mode_from_settings_and_override(make_session, ws):
+    write(ws / ".codebelt/settings.json", {"permissions": {"defaultMode": "acceptEdits"}})
+    assert make_session().mode == "acceptEdits"
+    assert make_session(mode="plan").mode == "plan"
