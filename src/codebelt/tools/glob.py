@@ -1,0 +1,158 @@
+"""Glob: find files by name pattern (rg --files --glob), newest first."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from ..permissions.requests import PathRequest
+from ..search import common
+from ..search.collect import display
+from ..search.glob import GLOB_META, glob_files, split_absolute
+from ..search.grep import rg_message
+from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
+
+DEFAULT_MAX_RESULTS = 100
+TRUNCATED = "(Results are truncated. Consider using a more specific path or pattern.)"
+
+DESCRIPTION = """- Fast file pattern matching tool that works with any codebase size
+- Supports glob patterns like "**/*.js" or "src/**/*.ts"
+- Returns matching file paths sorted by modification time (newest first), at most 100
+- Respects .gitignore; includes hidden files; never lists VCS directories (.git etc.)
+- Use this tool when you need to find files by name patterns
+- When you are doing an open ended search that may require multiple rounds of globbing and grepping, use the Agent tool instead
+- You can call multiple tools in a single response. It is always better to speculatively perform multiple searches in parallel if they are potentially useful.
+"""
+
+
+class GlobInput(ToolInput):
+    pattern: str = Field(description="The glob pattern to match files against")
+    path: str | None = Field(
+        None,
+        description='The directory to search in. If not specified, the workspace root will be '
+        'used. IMPORTANT: Omit this field to use the default directory. DO NOT enter "undefined" '
+        'or "null" - simply omit it for the default behavior. Must be a valid directory path if '
+        'provided.',
+    )
+
+
+class GlobOutput(BaseModel):
+    durationMs: int = Field(description="Time taken to execute the search in milliseconds")
+    numFiles: int = Field(description="Total number of files found")
+    filenames: list[str] = Field(description="Array of file paths that match the pattern")
+    truncated: bool = Field(description="Whether results were truncated (limited to 100 files)")
+
+
+def _split_relative(pattern: str) -> tuple[str | None, str]:
+    """`../lib/*.py` → (`../lib`, `/*.py`): rg only walks down from its cwd, so leading `..`
+    and the literal directories after it move into the base; `/` keeps the rest anchored."""
+    if not (pattern.startswith("../") or pattern == ".."):
+        return None, pattern
+    parts = pattern.split("/")
+    base: list[str] = []
+    for i, part in enumerate(parts):
+        if i == len(parts) - 1 or any(ch in GLOB_META for ch in part):
+            return "/".join(base), "/" + "/".join(parts[i:])
+        base.append(part)
+    return "/".join(base), "/*"  # pragma: no cover
+
+
+class Glob(Tool):
+    name = "Glob"
+    description = DESCRIPTION
+    Input = GlobInput
+    Output = GlobOutput
+    read_only = True
+    concurrency_safe = True
+    idempotent = True
+    max_result_chars = None  # at most 100 paths (configurable); never evicted (SPEC §6)
+    search_hint = "find files by name pattern or wildcard"
+
+    def _plan(self, params: GlobInput, ctx: ToolContext) -> tuple[Path, str]:
+        """(directory rg runs in, pattern relative to it)."""
+        base, pattern = split_absolute(params.pattern)
+        if base is not None:
+            return ctx.workspace.resolve(base), pattern
+        directory = ctx.workspace.resolve(params.path) if params.path else ctx.workspace.root
+        sub, pattern = _split_relative(pattern)
+        if sub:
+            directory = ctx.workspace.resolve(sub, base=directory)
+        if pattern.startswith("./"):
+            pattern = pattern[1:]  # "./*.py" = only the top level: anchor it
+        return directory, pattern
+
+    def validate(self, params: GlobInput, ctx: ToolContext) -> None:
+        if not params.pattern.strip():
+            raise ToolError(
+                'pattern is empty. Give a glob such as "**/*.py" or "src/**/*.ts".'
+            )
+        if "\x00" in params.pattern:
+            raise ToolError("pattern contains a NUL byte.")
+        directory, _ = self._plan(params, ctx)
+        if not directory.exists():
+            raise ToolError(common.missing_path_error(ctx, params.path or str(directory), directory))
+        if not directory.is_dir():
+            raise ToolError(
+                f"Path is not a directory: {params.path or directory}. Glob searches a "
+                "directory; to check one file use Read, or pass its parent directory as path."
+            )
+
+    def permission_requests(self, params: GlobInput, ctx: ToolContext) -> list[PathRequest]:
+        directory, _ = self._plan(params, ctx)
+        return [PathRequest(access="read", path=directory)]
+
+    def run(self, params: GlobInput, ctx: ToolContext) -> ToolResult:
+        started = time.perf_counter()
+        directory, pattern = self._plan(params, ctx)
+        limit = int(ctx.setting("glob.maxResults", DEFAULT_MAX_RESULTS))
+        outcome = glob_files(
+            pattern,
+            str(directory),
+            limit=limit,
+            hidden=bool(ctx.setting("glob.includeHidden", True)),
+            include_ignored=bool(ctx.setting("glob.includeIgnored", False)),
+            extra_excludes=common.extra_excludes(ctx, "glob"),
+            visible=common.visibility(ctx),
+            rg=common.rg_binary(ctx),
+            timeout=common.timeout_seconds(ctx, "glob"),
+            cancel_event=ctx.cancel_event,
+        )
+        ctx.check_cancelled()
+        where = display(ctx.workspace.relative(directory))
+        if outcome.timed_out:
+            msg = (
+                f"Glob timed out after {outcome.elapsed:.0f} s listing {where}; the result is "
+                "incomplete (this is not 'no files'). Use a more specific path or pattern."
+            )
+            raise ToolError(msg, timedOut=True)
+        if outcome.errors and not outcome.total:
+            msg = rg_message(outcome.errors)
+            if any("glob" in e for e in outcome.errors):
+                raise ToolError(
+                    f"Invalid glob pattern {params.pattern!r}: {msg}\n"
+                    'Fix the pattern (e.g. "**/*.py", "src/**/*.{ts,tsx}"; escape a literal '
+                    "[ or { as [[] or [{])."
+                )
+            raise ToolError(f"ripgrep failed listing {where} (exit code {outcome.returncode}):\n{msg}")
+        prefix = common.display_prefix(ctx, directory)
+        filenames = [prefix + display(f) for f in outcome.files]
+        truncated = outcome.total > len(filenames)
+        text = "\n".join(filenames) if filenames else "No files found"
+        if outcome.errors:  # exit code 2 with results: unreadable directories and the like
+            text += "\n\nWarning: ripgrep reported errors, so results may be incomplete:\n" + (
+                rg_message(outcome.errors, limit=5)
+            )
+        if truncated:
+            text += "\n" + TRUNCATED
+        data = GlobOutput(
+            durationMs=int((time.perf_counter() - started) * 1000),
+            numFiles=len(filenames),
+            filenames=filenames,
+            truncated=truncated,
+        )
+        return ToolResult(text=text, data=data.model_dump())
+
+
+__all__ = ["Glob"]

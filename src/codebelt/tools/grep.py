@@ -1,0 +1,369 @@
+"""Grep: content search on ripgrep, with Claude Code's input schema (plus fixed_strings)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from ..permissions.requests import PathRequest
+from ..search import common
+from ..search.collect import Line, display
+from ..search.grep import GrepOutcome, GrepQuery, grep, is_regex_error, rg_message
+from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
+
+DEFAULT_HEAD_LIMIT = 250
+MAX_RESULT_CHARS = 20_000
+MAX_COLUMNS = 500
+
+DESCRIPTION = """A powerful search tool built on ripgrep
+
+Usage:
+- ALWAYS use Grep for search tasks. NEVER invoke `grep` or `rg` as a Bash command. The Grep tool has been optimized for correct permissions and access.
+- Supports full regex syntax (e.g., "log.*Error", "function\\s+\\w+"). Set fixed_strings: true to search for text literally (no need to escape regex characters).
+- Filter files with glob parameter (e.g., "*.js", "**/*.tsx") or type parameter (e.g., "js", "py", "rust")
+- Output modes: "content" shows matching lines (path:line:text, with -A/-B/-C context), "files_with_matches" shows only file paths, newest first (default), "count" shows match counts per file
+- Results are paged: head_limit entries (default 250; 0 = unlimited) starting at offset. When more remain, the result says which offset to continue from.
+- Respects .gitignore; includes hidden files; skips binary files and VCS directories (.git etc.)
+- Use the Agent tool for open-ended searches requiring multiple rounds
+- Pattern syntax: Uses ripgrep (not grep) - literal braces need escaping (use `interface\\{\\}` to find `interface{}` in Go code)
+- Multiline matching: By default patterns match within single lines only. For cross-line patterns like `struct \\{[\\s\\S]*?field`, use `multiline: true`
+"""
+
+
+class GrepInput(ToolInput):
+    pattern: str = Field(
+        description="The regular expression pattern to search for in file contents"
+    )
+    path: str | None = Field(
+        None,
+        description="File or directory to search in (rg PATH). Defaults to the workspace root.",
+    )
+    glob: str | None = Field(
+        None,
+        description='Glob pattern to filter files (e.g. "*.js", "*.{ts,tsx}") - maps to rg --glob',
+    )
+    output_mode: Literal["content", "files_with_matches", "count"] | None = Field(
+        None,
+        description='Output mode: "content" shows matching lines (supports -A/-B/-C context, '
+        '-n line numbers, head_limit), "files_with_matches" shows file paths (supports '
+        'head_limit), "count" shows match counts (supports head_limit). Defaults to '
+        '"files_with_matches".',
+    )
+    before: int | None = Field(
+        None, alias="-B", ge=0,
+        description='Number of lines to show before each match (rg -B). Requires output_mode: "content", ignored otherwise.',
+    )
+    after: int | None = Field(
+        None, alias="-A", ge=0,
+        description='Number of lines to show after each match (rg -A). Requires output_mode: "content", ignored otherwise.',
+    )
+    context_c: int | None = Field(
+        None, alias="-C", ge=0, description="Alias for context."
+    )
+    context: int | None = Field(
+        None, ge=0,
+        description='Number of lines to show before and after each match (rg -C). Requires output_mode: "content", ignored otherwise.',
+    )
+    line_numbers: bool | None = Field(
+        None, alias="-n",
+        description='Show line numbers in output (rg -n). Requires output_mode: "content", ignored otherwise. Defaults to true.',
+    )
+    case_insensitive: bool | None = Field(
+        None, alias="-i", description="Case insensitive search (rg -i)"
+    )
+    type: str | None = Field(
+        None,
+        description="File type to search (rg --type). Common types: js, py, rust, go, java, etc. More efficient than glob for standard file types.",
+    )
+    head_limit: int | None = Field(
+        None, ge=0,
+        description='Limit output to the first N lines/entries, equivalent to "| head -N". Works across all output modes: content (limits output lines), files_with_matches (limits file paths), count (limits count entries). Defaults to 250; pass 0 for unlimited (the result is still capped at 20,000 characters).',
+    )
+    offset: int | None = Field(
+        None, ge=0,
+        description='Skip the first N lines/entries before applying head_limit, equivalent to "| tail -n +N | head -N". Works across all output modes. Defaults to 0.',
+    )
+    multiline: bool | None = Field(
+        None,
+        description="Enable multiline mode where . matches newlines and patterns can span lines (rg -U --multiline-dotall). Default: false.",
+    )
+    fixed_strings: bool | None = Field(
+        None,
+        description="Treat pattern as a literal string, not a regex (rg -F). Use it when the text contains regex characters like ( [ { . * + ?. Default: false.",
+    )
+
+
+class GrepOutput(BaseModel):
+    mode: Literal["content", "files_with_matches", "count"]
+    numFiles: int = Field(description="Files in this page of results")
+    filenames: list[str] = Field(description="Those files, relative to the workspace root")
+    content: str | None = Field(None, description="content/count modes: the result lines")
+    numLines: int | None = Field(None, description="content mode: lines in this page")
+    numMatches: int | None = Field(None, description="count mode: matching lines in all files")
+    total: int = Field(description="Entries in the whole result (a lower bound if totalIsLowerBound)")
+    totalIsLowerBound: bool = False
+    appliedLimit: int | None = None
+    appliedOffset: int | None = None
+    nextOffset: int | None = Field(None, description="Offset of the next page, when more remain")
+    truncated: bool = False
+    durationMs: int = 0
+    warnings: list[str] = Field(default_factory=list)
+
+
+class Grep(Tool):
+    name = "Grep"
+    description = DESCRIPTION
+    Input = GrepInput
+    Output = GrepOutput
+    read_only = True
+    concurrency_safe = True
+    idempotent = True
+    max_result_chars = None  # bounded by head_limit and the 20,000-character cap (SPEC §6)
+    search_hint = "search file contents with regex (ripgrep)"
+
+    # -- checks ----------------------------------------------------------------------------
+    def _target(self, params: GrepInput, ctx: ToolContext) -> Path:
+        return ctx.workspace.resolve(params.path) if params.path else ctx.workspace.root
+
+    def validate(self, params: GrepInput, ctx: ToolContext) -> None:
+        if not params.pattern:
+            raise ToolError(
+                "pattern is empty. Give a regular expression (or literal text with "
+                "fixed_strings: true) to search for; to list files by name use Glob."
+            )
+        if "\x00" in params.pattern:
+            raise ToolError("pattern contains a NUL byte; ripgrep cannot search for it.")
+        target = self._target(params, ctx)
+        if not target.exists():
+            raise ToolError(common.missing_path_error(ctx, params.path or ".", target))
+
+    def permission_requests(self, params: GrepInput, ctx: ToolContext) -> list[PathRequest]:
+        return [PathRequest(access="read", path=self._target(params, ctx))]
+
+    # -- run -------------------------------------------------------------------------------
+    def run(self, params: GrepInput, ctx: ToolContext) -> ToolResult:
+        started = time.perf_counter()
+        target = self._target(params, ctx)
+        mode = params.output_mode or "files_with_matches"
+        limit = params.head_limit
+        if limit is None:
+            limit = int(ctx.setting("grep.headLimit", DEFAULT_HEAD_LIMIT))
+        offset = params.offset or 0
+        max_chars = int(ctx.setting("grep.maxResultChars", MAX_RESULT_CHARS))
+        q = GrepQuery(
+            pattern=params.pattern,
+            mode=mode,
+            glob=params.glob,
+            type=params.type,
+            before=params.before,
+            after=params.after,
+            context=params.context if params.context is not None else params.context_c,
+            ignore_case=bool(params.case_insensitive),
+            multiline=bool(params.multiline),
+            fixed_strings=bool(params.fixed_strings),
+            offset=offset,
+            limit=None if limit == 0 else limit,
+            max_chars=max_chars,
+            max_columns=int(ctx.setting("grep.maxColumns", MAX_COLUMNS)),
+            hidden=bool(ctx.setting("grep.includeHidden", True)),
+            include_ignored=bool(ctx.setting("grep.includeIgnored", False)),
+            extra_excludes=common.extra_excludes(ctx, "grep"),
+        )
+        if target.is_dir():
+            cwd, rg_target = target, "."
+        else:
+            cwd, rg_target = target.parent, "./" + target.name
+        outcome = grep(
+            q,
+            str(cwd),
+            rg_target,
+            visible=common.visibility(ctx),
+            rg=common.rg_binary(ctx),
+            timeout=common.timeout_seconds(ctx, "grep"),
+            cancel_event=ctx.cancel_event,
+        )
+        ctx.check_cancelled()
+        return _Formatter(q, outcome, common.display_prefix(ctx, cwd), params, started,
+                          ctx.workspace.relative(target)).result()
+
+
+class _Formatter:
+    """Shapes a GrepOutcome into the text the model reads and the structured data."""
+
+    def __init__(self, q: GrepQuery, o: GrepOutcome, prefix: str, params: GrepInput,
+                 started: float, where: str):
+        self.q, self.o, self.prefix, self.params, self.started = q, o, prefix, params, started
+        self.where = display(where)
+
+    def p(self, rel: str) -> str:
+        return self.prefix + display(rel)
+
+    def result(self) -> ToolResult:
+        o, q = self.o, self.q
+        if o.timed_out:
+            return self._timeout()
+        warnings: list[str] = []
+        if o.errors:
+            shown_any = bool(o.files or o.counts or o.lines or o.total)
+            if not shown_any:
+                raise ToolError(self._rg_error())
+            warnings.append(
+                "ripgrep reported errors, so results may be incomplete:\n" + rg_message(o.errors)
+            )
+        if o.notes:
+            warnings += o.notes[:5]
+        if q.mode == "files_with_matches":
+            entries = [self.p(f) for f in o.files]
+            body_lines, empty = entries, "No files found"
+        elif q.mode == "count":
+            entries = [f"{self.p(f)}:{n}" for f, n in o.counts]
+            body_lines, empty = entries, "No matches found"
+        else:
+            entries = body_lines = self._content_lines(o.lines)
+            empty = "No matches found"
+        return self._page(body_lines, empty, warnings)
+
+    def _content_lines(self, lines: list[Line]) -> list[str]:
+        show_numbers = self.params.line_numbers is not False
+        with_context = any(
+            v for v in (self.q.context, self.q.before, self.q.after) if v
+        )
+        out: list[str] = []
+        prev: str | None = None
+        for ln in lines:
+            if out and with_context and (ln.sep_before or ln.path != prev):
+                out.append("--")
+            prev = ln.path
+            mark = ":" if ln.is_match else "-"
+            num = f"{ln.number}{mark}" if show_numbers else ""
+            out.append(f"{self.p(ln.path)}{mark}{num}{ln.text}")
+        return out
+
+    def _page(self, lines: list[str], empty: str, warnings: list[str]) -> ToolResult:
+        o, q = self.o, self.q
+        offset = q.offset
+        is_content = q.mode == "content"
+        # entries = result lines, without the "--" separators of content mode
+        n_entries = sum(1 for s in lines if not (is_content and s == "--"))
+        if n_entries == 0:
+            if o.total > 0 and offset >= o.total:
+                text = (
+                    f"No entries at this offset: offset {offset} is past the end of the "
+                    f"{o.total} result entries. Use a smaller offset (0 for the first page)."
+                )
+            else:
+                text = empty
+            return self._result(text, [], 0, None, False, warnings)
+        # the 20,000-character cap: cut at a line boundary and say where to continue
+        kept: list[str] = []
+        used = 0
+        shown = 0
+        cut = False
+        for s in lines:
+            if used + len(s) + 1 > q.max_chars and kept:
+                cut = True
+                break
+            kept.append(s)
+            used += len(s) + 1
+            if not (is_content and s == "--"):
+                shown += 1
+        while kept and kept[-1] == "--":
+            kept.pop()
+        end = offset + shown
+        more = cut or o.total_is_lower_bound or end < o.total
+        next_offset = end if more else None
+        text = "\n".join(kept)
+        head = ""
+        if q.mode == "files_with_matches":
+            total = f"more than {end}" if o.total_is_lower_bound else str(o.total)
+            head = f"Found {total} file{'s' if o.total != 1 else ''}\n"
+        notes: list[str] = []
+        if q.mode == "count":
+            notes.append(
+                f"Found {o.total_matches} matching line{'s' if o.total_matches != 1 else ''} "
+                f"across {o.total} file{'s' if o.total != 1 else ''}."
+            )
+        if more:
+            unit = {"content": "lines", "count": "files", "files_with_matches": "files"}[q.mode]
+            total = f"more than {end}" if o.total_is_lower_bound else str(o.total)
+            why = " (output capped at {:,} characters)".format(q.max_chars) if cut else ""
+            notes.append(
+                f"[Showing {unit} {offset + 1}-{end} of {total}{why}. More results: call "
+                f"Grep again with offset={end}, or narrow the search with path, glob or type.]"
+            )
+        elif offset:
+            unit = "lines" if is_content else "files"
+            notes.append(f"[Showing {unit} {offset + 1}-{end} of {o.total}.]")
+        if o.hidden:
+            notes.append(
+                f"({o.hidden} file{'s' if o.hidden != 1 else ''} hidden by Read deny rules.)"
+            )
+        for w in warnings:
+            notes.append(f"Warning: {w}")
+        full = head + text + ("\n\n" + "\n".join(notes) if notes else "")
+        return self._result(full, kept, shown, next_offset, cut, warnings, content_text=text)
+
+    def _result(self, text: str, kept: list[str], shown: int, next_offset: int | None,
+                cut: bool, warnings: list[str], content_text: str | None = None) -> ToolResult:
+        o, q = self.o, self.q
+        if q.mode == "files_with_matches":
+            filenames = [self.p(f) for f in o.files[:shown]]
+        elif q.mode == "count":
+            filenames = [self.p(f) for f, _ in o.counts[:shown]]
+        else:
+            seen: dict[str, None] = {}
+            for ln in o.lines[:shown]:
+                seen.setdefault(self.p(ln.path))
+            filenames = list(seen)
+        data = GrepOutput(
+            mode=q.mode,
+            numFiles=len(filenames),
+            filenames=filenames,
+            content=content_text if q.mode != "files_with_matches" else None,
+            numLines=shown if q.mode == "content" else None,
+            numMatches=o.total_matches if q.mode == "count" else None,
+            total=o.total,
+            totalIsLowerBound=o.total_is_lower_bound,
+            appliedLimit=q.limit if next_offset is not None else None,
+            appliedOffset=q.offset or None,
+            nextOffset=next_offset,
+            truncated=next_offset is not None,
+            durationMs=int((time.perf_counter() - self.started) * 1000),
+            warnings=warnings,
+        )
+        return ToolResult(text=text, data=data.model_dump())
+
+    def _rg_error(self) -> str:
+        o = self.o
+        msg = rg_message(o.errors)
+        if is_regex_error(o.errors):
+            return (
+                f"Invalid regular expression {self.q.pattern!r}:\n{msg}\n"
+                "If you meant to search for this text literally, call Grep again with "
+                "fixed_strings: true (or escape regex characters such as ( ) [ ] { } . * + ? | \\ "
+                "with a backslash)."
+            )
+        if any("unrecognized file type" in e for e in o.errors):
+            return (
+                f"{msg}\nUse a ripgrep type name such as py, js, ts, rust, go, java, c, cpp, "
+                "md, json, yaml, or filter by file name with glob instead."
+            )
+        if any("glob" in e for e in o.errors):
+            return f"Invalid glob {self.q.glob!r}: {msg}\nFix the glob pattern (e.g. \"*.py\", \"**/*.{{ts,tsx}}\")."
+        return f"ripgrep failed (exit code {o.returncode}):\n{msg}"
+
+    def _timeout(self) -> ToolResult:
+        o = self.o
+        found = o.total
+        secs = o.elapsed
+        text = (
+            f"Grep timed out after {secs:.0f} s while searching {self.where} and was stopped; "
+            "the result is incomplete (this is not 'no matches'). Narrow the search: give a "
+            "more specific path, a glob or type filter, or a more selective pattern."
+        )
+        if found:
+            text += f" {found} entries had been found before the timeout."
+        return ToolResult(text=text, data={"error": text, "timedOut": True}, is_error=True)
