@@ -1,0 +1,76 @@
+"""`codebelt serve [--http HOST:PORT] [--token T]`: the MCP server, stdio by default."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from . import UsageError
+from .common import make_session
+
+TOKEN_ENV = "CODEBELT_TOKEN"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--http", metavar="HOST:PORT", default=None,
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio "
+        "(HOST defaults to 127.0.0.1; a non-loopback HOST requires a token)",
+    )
+    parser.add_argument(
+        "--token", default=None,
+        help=f"bearer token HTTP clients must send (default: ${TOKEN_ENV})",
+    )
+    parser.add_argument(
+        "--allow-host", action="append", default=None, metavar="NAME",
+        help="another Host name clients use to reach the HTTP server (repeatable)",
+    )
+
+
+def parse_http(value: str) -> tuple[str, int]:
+    """"8765", ":8765", "127.0.0.1:8765", "[::1]:8765" → (host, port)."""
+    host, sep, port = value.rpartition(":")
+    if not sep:
+        host, port = "", value
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        number = int(port)
+    except ValueError:
+        raise UsageError(f"--http expects HOST:PORT, got {value!r}") from None
+    if not 0 <= number <= 65535:
+        raise UsageError(f"--http port {number} is out of range (0-65535)")
+    return host, number
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..mcp.transport import is_loopback
+
+    token = args.token or os.environ.get(TOKEN_ENV) or None
+    address = parse_http(args.http) if args.http else None
+    if address and not is_loopback(address[0]) and not token:
+        raise UsageError(
+            f"serving on {address[0]} (not a loopback address) requires a bearer token: "
+            f"pass --token or set {TOKEN_ENV}"
+        )
+    # The MCP client answers `ask` decisions (elicitation), never the terminal: stdin is the protocol.
+    session = make_session(args, interactive=False)
+    try:
+        from .. import mcp_server
+
+        if address is None:
+            mcp_server.run_stdio(session)
+        else:
+            host, port = address
+
+            def ready(actual: int) -> None:
+                shown = f"[{host}]" if ":" in host else host
+                sys.stderr.write(f"codebelt MCP server listening on http://{shown}:{actual}/mcp\n")
+                sys.stderr.flush()
+
+            mcp_server.run_http(session, host, port, token, allowed_hosts=args.allow_host, ready=ready)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        session.close()
+    return 0

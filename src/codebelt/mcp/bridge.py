@@ -1,0 +1,234 @@
+"""The generic bridge: every tool of a Session served over MCP by one list handler and one call
+handler on the SDK's low-level `Server` (which takes raw JSON Schemas, unlike `MCPServer`).
+
+tools/list → each tool with its input and output schema, description and annotations taken from
+the tool's own flags. tools/call → the Session pipeline in a worker thread, under a per-call
+scope that routes `ask` decisions to this request's client (approval.py), reports progress on
+this request and turns a client cancellation into the tool's cancel event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import functools
+import logging
+import threading
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server
+from mcp.shared.exceptions import MCPError
+
+from .approval import (
+    APPROVAL_KEY,
+    APPROVAL_SCHEMA,
+    CallScope,
+    ElicitationApprover,
+    current_call,
+    decode_state,
+    encode_state,
+    question_digest,
+)
+from .instructions import instructions_for
+
+if TYPE_CHECKING:
+    from ..session import Session
+    from ..tool import Tool, ToolResult
+
+log = logging.getLogger("codebelt.mcp")
+
+# How long a cancelled call may take to stop (Bash: SIGTERM, grace, SIGKILL) before the
+# handler gives up waiting for it. The tool keeps its cancel event either way.
+CANCEL_GRACE_SECONDS = 15.0
+
+
+def tool_annotations(tool: "Tool") -> types.ToolAnnotations:
+    read_only = bool(tool.read_only)
+    return types.ToolAnnotations(
+        read_only_hint=read_only,
+        # Only meaningful for tools that write; a read-only tool destroys nothing.
+        destructive_hint=False if read_only else bool(tool.destructive),
+        idempotent_hint=True if read_only else bool(tool.idempotent),
+        open_world_hint=bool(tool.open_world),
+    )
+
+
+def mcp_tool(tool: "Tool") -> types.Tool:
+    output_schema = tool.output_schema()
+    if output_schema is not None and output_schema.get("type") != "object":
+        output_schema = None  # protocol versions up to 2025-11-25 only allow object roots
+    return types.Tool(
+        name=tool.name,
+        description=tool.description,
+        input_schema=tool.input_schema(),
+        output_schema=output_schema,
+        annotations=tool_annotations(tool),
+    )
+
+
+class Bridge:
+    """Serves one Session over MCP. Build the SDK server with `.server`."""
+
+    def __init__(self, session: "Session", *, name: str = "codebelt", max_workers: int = 32):
+        from .. import __version__
+
+        self.session = session
+        self._tools: dict[str, Tool] = session.tools
+        self._listing = [mcp_tool(t) for t in self._tools.values()]
+        self._schemas = {t.name: t.input_schema for t in self._listing}
+        self._output_schemas = {t.name: t.output_schema for t in self._listing if t.output_schema}
+        self._validators: dict[str, Any] = {}
+        # Our own pool: one thread per running call, so a call waiting for the user's answer
+        # never holds up the event loop or the default executor.
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=max_workers, thread_name_prefix="codebelt-mcp"
+        )
+        # While it serves MCP, the Session's `ask` decisions go to the client of each call.
+        session.approver = ElicitationApprover()
+        self.server: Server[Any] = Server(
+            name,
+            version=__version__,
+            title="codebelt",
+            description="Read, search, edit and run commands in a workspace, with permission checks.",
+            instructions=instructions_for(str(session.workspace.root)),
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            get_tool_input_schema=self._schemas.get,
+        )
+        self._install_request_state_seal(name)
+
+    def _install_request_state_seal(self, name: str) -> None:
+        """Seal the `request_state` we hand the client (2026-07-28 retries) with the SDK's boundary."""
+        from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+
+        self.server.middleware.append(
+            RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=name)
+        )
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    # -- tools/list --------------------------------------------------------------------------
+    async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=list(self._listing))
+
+    # -- tools/call --------------------------------------------------------------------------
+    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
+        name = params.name
+        if name not in self._tools:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"Unknown tool {name!r}. Available tools: {', '.join(sorted(self._tools))}.",
+            )
+        loop = asyncio.get_running_loop()
+        cancel_event = threading.Event()
+        scope = CallScope(
+            ctx=ctx,
+            loop=loop,
+            cancel_event=cancel_event,
+            input_responses=params.input_responses,
+            asked_digest=decode_state(params.request_state),
+        )
+        progress = _ProgressRelay(ctx, loop)
+        run_ctx = contextvars.copy_context()
+        run_ctx.run(current_call.set, scope)
+        work = functools.partial(
+            self.session.call,
+            name,
+            params.arguments or {},
+            progress=progress,
+            cancel_event=cancel_event,
+        )
+        future = loop.run_in_executor(self._executor, run_ctx.run, work)
+        try:
+            result = await asyncio.shield(future)
+        except BaseException:
+            # Client cancellation (notifications/cancelled) or shutdown: stop the tool (Bash
+            # kills its process group) and wait for it, shielded, so nothing outlives the call.
+            cancel_event.set()
+            with anyio.CancelScope(shield=True):
+                with anyio.move_on_after(CANCEL_GRACE_SECONDS):
+                    try:
+                        await asyncio.shield(future)
+                    except Exception:
+                        pass
+            raise
+        await progress.flush()
+        if scope.pending_message is not None:
+            return _input_required(scope.pending_message)
+        return self._to_mcp(name, result)
+
+    def _to_mcp(self, name: str, result: "ToolResult") -> types.CallToolResult:
+        content: list[Any] = [types.TextContent(text=result.text)]
+        content += [types.ImageContent(data=i.data, mime_type=i.mime_type) for i in result.images]
+        structured = None
+        if not result.is_error and name in self._output_schemas:
+            structured = result.data if result.data is not None else {}
+            self._check_structured(name, structured)
+        return types.CallToolResult(content=content, structured_content=structured, is_error=result.is_error)
+
+    def _check_structured(self, name: str, data: Any) -> None:
+        """Log (never hide) structured output that does not match the declared outputSchema."""
+        validator = self._validators.get(name)
+        if validator is None:
+            from jsonschema import validators
+
+            schema = self._output_schemas[name]
+            validator = self._validators[name] = validators.validator_for(schema)(schema)
+        error = next(iter(validator.iter_errors(data)), None)
+        if error is not None:
+            log.warning("%s: structured output does not match its outputSchema: %s", name, error.message)
+
+
+def _input_required(message: str) -> types.InputRequiredResult:
+    question = types.ElicitRequest(
+        params=types.ElicitRequestFormParams(message=message, requested_schema=APPROVAL_SCHEMA)
+    )
+    return types.InputRequiredResult(
+        input_requests={APPROVAL_KEY: question},
+        request_state=encode_state(question_digest(message)),
+    )
+
+
+class _ProgressRelay:
+    """The tool's progress callback (worker thread) → MCP progress notifications (event loop).
+
+    `report_progress` is a no-op unless the client sent a progressToken with the call. The
+    notifications are sent in order and flushed before the result, so none arrives after it.
+    """
+
+    def __init__(self, ctx: Any, loop: asyncio.AbstractEventLoop):
+        self._ctx = ctx
+        self._loop = loop
+        self._count = 0
+        self._lock = threading.Lock()
+        self._last: concurrent.futures.Future[Any] | None = None
+
+    def __call__(self, message: str, data: dict[str, Any]) -> None:
+        with self._lock:
+            self._count += 1
+            count, previous = self._count, self._last
+            self._last = asyncio.run_coroutine_threadsafe(self._send(previous, count, message), self._loop)
+
+    async def _send(self, previous: concurrent.futures.Future[Any] | None, count: int, message: str) -> None:
+        if previous is not None:  # keep notifications in order
+            try:
+                await asyncio.wrap_future(previous)
+            except Exception:
+                pass
+        try:
+            await self._ctx.session.report_progress(float(count), None, message)
+        except Exception as e:  # a lost progress notification never fails the call
+            log.debug("progress notification failed: %s", e)
+
+    async def flush(self) -> None:
+        with self._lock:
+            last = self._last
+        if last is not None:
+            try:
+                await asyncio.wrap_future(last)
+            except Exception:
+                pass

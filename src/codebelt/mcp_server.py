@@ -1,0 +1,60 @@
+"""The MCP server entry point for library users: build the SDK server for a Session and run it.
+
+    from codebelt import Session
+    from codebelt.mcp_server import create_server, run_stdio, run_http
+
+    with Session(root=".") as s:
+        run_stdio(s)                                  # blocks; `codebelt serve` does this
+        # run_http(s, "127.0.0.1", 8765, token=None)  # streamable HTTP at /mcp
+
+`create_server(s)` returns the `codebelt.mcp.Bridge`; `.server` is the SDK's low-level Server,
+for embedding in your own transport or ASGI app. The implementation lives in `codebelt.mcp`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .mcp.bridge import Bridge
+    from .session import Session
+
+
+def create_server(session: "Session", **kwargs: Any) -> "Bridge":
+    from .mcp.bridge import Bridge
+
+    return Bridge(session, **kwargs)
+
+
+def run_stdio(session: "Session") -> None:
+    import anyio
+
+    from .mcp.transport import serve_stdio
+
+    bridge = create_server(session)
+    try:
+        anyio.run(serve_stdio, bridge)
+    finally:
+        bridge.close()
+
+
+def run_http(
+    session: "Session",
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token: str | None = None,
+    *,
+    allowed_hosts: list[str] | None = None,
+    ready: Any = None,
+) -> None:
+    import functools
+
+    import anyio
+
+    from .mcp.transport import serve_http
+
+    bridge = create_server(session)
+    try:
+        anyio.run(functools.partial(serve_http, bridge, host, port, token, allowed_hosts=allowed_hosts, ready=ready))
+    finally:
+        bridge.close()
