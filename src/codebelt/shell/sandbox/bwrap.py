@@ -1,0 +1,69 @@
+"""bubblewrap: run a command in fresh mount, pid, ipc (and network) namespaces.
+
+The view inside: `/` bound read-only, a private /dev and /proc, the writable roots and the
+session TMPDIR bound read-write on top, then the protected paths of each root bound read-only
+on top of those (bind order is mount order). `--cap-drop ALL` matters when codebelt runs as
+root: bwrap keeps root's capabilities otherwise, and with CAP_SYS_ADMIN a command could simply
+`mount -o remount,rw /`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from .config import SandboxConfig
+from .protected import protected_paths
+
+DEFAULT_PATHS = ("/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap")
+
+
+def find_bwrap() -> str | None:
+    """The bwrap binary: on PATH, else the usual install locations."""
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    return next((p for p in DEFAULT_PATHS if os.access(p, os.X_OK)), None)
+
+
+def sandbox_args(config: SandboxConfig, cwd: Path) -> list[str]:
+    """bwrap options (without the binary and the command) for one command run in `cwd`."""
+    args = [
+        "--die-with-parent",  # the runner killing bwrap kills the whole sandbox
+        "--new-session",  # no controlling terminal: no TIOCSTI keystroke injection
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--cap-drop", "ALL",
+        "--ro-bind", "/", "/",
+        "--dev", "/dev",
+        "--proc", "/proc",
+    ]
+    if not config.network:
+        args.append("--unshare-net")
+    for d in config.writable:
+        args += ["--bind", str(d), str(d)]
+    for root in config.writable_roots:
+        for p in protected_paths(root, config.writable):
+            args += ["--ro-bind-try", str(p), str(p)]
+    args += ["--chdir", str(cwd)]
+    return args
+
+
+def wrap_argv(bwrap: str, config: SandboxConfig, argv: list[str], cwd: Path) -> list[str]:
+    return [bwrap, *sandbox_args(config, cwd), "--", *argv]
+
+
+def explain_failure(stderr: str, returncode: int) -> str:
+    """A sentence for a bwrap probe that did not run `true`."""
+    text = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit code {returncode}"
+    low = stderr.lower()
+    if "namespace" in low or "uid map" in low or "setting up uid" in low:
+        return (
+            f"bubblewrap cannot create namespaces here ({text}): user namespaces are disabled "
+            "(sysctl kernel.unprivileged_userns_clone or user.max_user_namespaces, an AppArmor "
+            "userns restriction) or the container forbids them"
+        )
+    if "operation not permitted" in low or "permission denied" in low:
+        return f"bubblewrap is not permitted to set up its sandbox here ({text})"
+    return f"bubblewrap failed to run `true` ({text})"

@@ -1,0 +1,89 @@
+"""What a sandbox needs to know, independent of any Session: the settings, read once.
+
+The backends (bwrap.py, landlock.py) and the limits take a `SandboxConfig`, so they can be
+tested and benchmarked with plain directories; `from_session` is the only place that knows
+where a Session keeps these values.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...errors import SettingsError
+
+MODES = ("auto", "bwrap", "landlock", "off", "required")
+DEFAULT_MODE = "auto"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits applied in every sandboxed child (settings `sandbox.limits.*`).
+
+    processes: most processes the session's sandboxed commands may run at once (pids cgroup;
+      RLIMIT_NPROC on top of the user's current count when not root). 0 disables it.
+    file_size_mb: largest file a command may write (RLIMIT_FSIZE). 0 disables it.
+    core_dumps: False sets RLIMIT_CORE to 0.
+    """
+
+    processes: int = 512
+    file_size_mb: int = 8192
+    core_dumps: bool = False
+
+    @classmethod
+    def from_settings(cls, raw: Any) -> "Limits":
+        raw = raw or {}
+        if not isinstance(raw, dict):
+            raise SettingsError("sandbox.limits must be an object")
+        try:
+            processes = int(raw.get("processes", cls.processes))
+            file_size_mb = int(raw.get("fileSizeMB", cls.file_size_mb))
+        except (TypeError, ValueError):
+            raise SettingsError(
+                "sandbox.limits.processes and sandbox.limits.fileSizeMB must be integers"
+            ) from None
+        if processes < 0 or file_size_mb < 0:
+            raise SettingsError("sandbox.limits values must be >= 0 (0 turns a limit off)")
+        return cls(processes, file_size_mb, bool(raw.get("coreDumps", cls.core_dumps)))
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    """Everything a backend needs. Paths are absolute and resolved."""
+
+    writable_roots: tuple[Path, ...]  # the workspace root first, then additional directories
+    temp_dir: Path | None  # the per-session TMPDIR (writable; exported as TMPDIR)
+    mode: str = DEFAULT_MODE
+    network: bool = False
+    limits: Limits = field(default_factory=Limits)
+    name: str = "codebelt"  # used to name the session's cgroup
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise SettingsError(
+                f"unknown sandbox.mode {self.mode!r}; expected one of {', '.join(MODES)}"
+            )
+
+    @property
+    def writable(self) -> tuple[Path, ...]:
+        """Every directory a sandboxed command may write below."""
+        return self.writable_roots + ((self.temp_dir,) if self.temp_dir else ())
+
+    @classmethod
+    def from_session(cls, session: Any) -> "SandboxConfig":
+        mode = session.setting("sandbox.mode", DEFAULT_MODE) or DEFAULT_MODE
+        network = session.setting("sandbox.network", False)
+        if not isinstance(network, bool):
+            raise SettingsError("sandbox.network must be true or false")
+        roots = tuple(Path(os.path.realpath(r)) for r in session.workspace.roots)
+        temp = getattr(session, "temp_dir", None)
+        return cls(
+            writable_roots=roots,
+            temp_dir=Path(os.path.realpath(temp)) if temp else None,
+            mode=str(mode),
+            network=network,
+            limits=Limits.from_settings(session.setting("sandbox.limits", None)),
+            name=f"codebelt-{getattr(session, 'id', os.getpid())}",
+        )

@@ -1,0 +1,228 @@
+"""Landlock through ctypes: a child that may read everything but write only where allowed.
+
+Design: the ruleset is built once, in the parent (opening each allowed directory with O_PATH and
+adding a path-beneath rule), and kept open as a close-on-exec fd. The child, between fork and
+exec, only makes three plain syscalls: prctl(PR_SET_NO_NEW_PRIVS), landlock_restrict_self(fd)
+— the fd is inherited across fork and closed by exec — and, when running as root,
+prctl(PR_CAPBSET_DROP) for every capability so that the command exec'd as uid 0 gets no
+capabilities (otherwise root could bypass file permissions, signal any process or load modules).
+
+What it controls (by ABI version, which `abi_version()` reports):
+  1+ file writes, creation, removal (reads are not handled: allowed everywhere)
+  2+ REFER (renames/links across directories; only within the writable trees)
+  3+ TRUNCATE
+  4+ TCP connect and bind: denied when the network is off (UDP, e.g. DNS, is not covered)
+  6+ scopes: signals to processes outside the sandbox are denied; abstract unix sockets too
+     when the network is off.
+What it cannot do: carve a read-only hole inside a writable tree (rules only add rights), so the
+protected paths inside the workspace (.git/hooks, .codebelt …) stay writable under Landlock.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import os
+import platform
+from pathlib import Path
+
+# Syscall numbers are the same on x86_64 and aarch64 (and every arch using the generic table).
+SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446
+SUPPORTED_MACHINES = ("x86_64", "amd64", "aarch64", "arm64")
+
+CREATE_RULESET_VERSION = 1 << 0
+RULE_PATH_BENEATH = 1
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAPBSET_DROP = 24
+
+# Filesystem access rights.
+FS_EXECUTE = 1 << 0
+FS_WRITE_FILE = 1 << 1
+FS_READ_FILE = 1 << 2
+FS_READ_DIR = 1 << 3
+FS_REMOVE_DIR = 1 << 4
+FS_REMOVE_FILE = 1 << 5
+FS_MAKE_CHAR = 1 << 6
+FS_MAKE_DIR = 1 << 7
+FS_MAKE_REG = 1 << 8
+FS_MAKE_SOCK = 1 << 9
+FS_MAKE_FIFO = 1 << 10
+FS_MAKE_BLOCK = 1 << 11
+FS_MAKE_SYM = 1 << 12
+FS_REFER = 1 << 13  # ABI 2
+FS_TRUNCATE = 1 << 14  # ABI 3
+NET_BIND_TCP = 1 << 0  # ABI 4
+NET_CONNECT_TCP = 1 << 1
+SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0  # ABI 6
+SCOPE_SIGNAL = 1 << 1
+
+# Every right that changes the filesystem; reads and execution are left unhandled (allowed).
+WRITE_V1 = (
+    FS_WRITE_FILE | FS_REMOVE_DIR | FS_REMOVE_FILE | FS_MAKE_CHAR | FS_MAKE_DIR | FS_MAKE_REG
+    | FS_MAKE_SOCK | FS_MAKE_FIFO | FS_MAKE_BLOCK | FS_MAKE_SYM
+)
+# What a file (not a directory) rule may grant.
+FILE_RIGHTS = FS_WRITE_FILE | FS_TRUNCATE
+
+# Devices any command may write to, like a normal shell (/dev/shm: POSIX semaphores and shared
+# memory, e.g. Python's multiprocessing; it is a tmpfs, nothing there survives a reboot).
+WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx")
+WRITABLE_DEVICE_DIRS = ("/dev/pts", "/dev/shm")
+
+
+class LandlockError(OSError):
+    """Landlock is missing, disabled, or a ruleset could not be built."""
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+_libc = None
+
+
+def _syscall():
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        _libc.syscall.restype = ctypes.c_long
+        _libc.prctl.restype = ctypes.c_int
+    return _libc
+
+
+def _check(ret: int, what: str) -> int:
+    if ret < 0:
+        err = ctypes.get_errno()
+        raise LandlockError(err, f"{what}: {os.strerror(err)}")
+    return ret
+
+
+def abi_version() -> tuple[int, str]:
+    """(ABI version, reason). Version 0 means Landlock cannot be used; the reason says why."""
+    if platform.system() != "Linux":
+        return 0, f"Landlock is Linux-only (this is {platform.system()})"
+    if platform.machine().lower() not in SUPPORTED_MACHINES:
+        return 0, f"Landlock syscall numbers are not known for {platform.machine()}"
+    libc = _syscall()
+    ret = libc.syscall(
+        ctypes.c_long(SYS_CREATE_RULESET), None, ctypes.c_size_t(0),
+        ctypes.c_uint32(CREATE_RULESET_VERSION),
+    )
+    if ret >= 0:
+        return int(ret), f"Landlock ABI {ret}"
+    err = ctypes.get_errno()
+    if err == errno.ENOSYS:
+        return 0, f"the kernel ({platform.release()}) has no Landlock (needs Linux >= 5.13)"
+    if err == errno.EOPNOTSUPP:
+        return 0, "Landlock is built into the kernel but disabled (add landlock to the lsm= boot option)"
+    return 0, f"Landlock is unavailable: {os.strerror(err)}"
+
+
+def _fs_rights(abi: int) -> int:
+    rights = WRITE_V1
+    if abi >= 2:
+        rights |= FS_REFER
+    if abi >= 3:
+        rights |= FS_TRUNCATE
+    return rights
+
+
+class Ruleset:
+    """A built Landlock ruleset (an open fd) that children apply with `restrict_in_child`."""
+
+    def __init__(self, writable: list[Path], network: bool, abi: int | None = None):
+        if abi is None:
+            abi, why = abi_version()
+            if abi <= 0:
+                raise LandlockError(errno.EOPNOTSUPP, why)
+        self.abi = abi
+        self.network = network
+        handled_fs = _fs_rights(abi)
+        attr = _RulesetAttr(handled_fs, 0, 0)
+        size = 8
+        if abi >= 4:
+            size = 16
+            if not network:
+                attr.handled_access_net = NET_BIND_TCP | NET_CONNECT_TCP  # no rules: all denied
+        if abi >= 6:
+            size = 24
+            attr.scoped = SCOPE_SIGNAL | (0 if network else SCOPE_ABSTRACT_UNIX_SOCKET)
+        libc = _syscall()
+        self.fd: int | None = _check(
+            libc.syscall(
+                ctypes.c_long(SYS_CREATE_RULESET), ctypes.byref(attr), ctypes.c_size_t(size),
+                ctypes.c_uint32(0),
+            ),
+            "landlock_create_ruleset",
+        )
+        os.set_inheritable(self.fd, False)
+        self.rules: list[str] = []
+        try:
+            for d in writable:
+                self._allow(d, handled_fs, must_exist=True)
+            for d in WRITABLE_DEVICE_DIRS:
+                self._allow(Path(d), handled_fs & ~FS_REFER & ~FS_MAKE_CHAR & ~FS_MAKE_BLOCK)
+            for dev in WRITABLE_DEVICES:
+                self._allow(Path(dev), handled_fs & FILE_RIGHTS)
+        except BaseException:
+            self.close()
+            raise
+        self._cap_last = _cap_last_cap() if os.geteuid() == 0 else -1
+        # Arguments for the child, built here so the child only calls into libc.
+        self._restrict_args = (ctypes.c_long(SYS_RESTRICT_SELF), ctypes.c_long(self.fd), ctypes.c_long(0))
+
+    def _allow(self, path: Path, rights: int, must_exist: bool = False) -> None:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError as e:
+            if must_exist:
+                raise LandlockError(e.errno, f"cannot open {path} for a Landlock rule: {e.strerror}")
+            return  # an optional device that this machine does not have
+        try:
+            attr = _PathBeneathAttr(rights, fd)
+            _check(
+                _syscall().syscall(
+                    ctypes.c_long(SYS_ADD_RULE), ctypes.c_int(self.fd), ctypes.c_int(RULE_PATH_BENEATH),
+                    ctypes.byref(attr), ctypes.c_uint32(0),
+                ),
+                f"landlock_add_rule({path})",
+            )
+            self.rules.append(str(path))
+        finally:
+            os.close(fd)
+
+    def restrict_in_child(self) -> None:
+        """Child side, after fork and before exec: no new privileges, no capabilities, the ruleset.
+
+        Uses only objects prepared in the parent; raises (failing the spawn) if anything fails.
+        """
+        libc = _libc
+        for cap in range(self._cap_last + 1):  # as root: exec must not hand capabilities back
+            if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+                raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+        if libc.syscall(*self._restrict_args) != 0:
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _cap_last_cap() -> int:
+    try:
+        return int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    except (OSError, ValueError):
+        return 40
