@@ -1,0 +1,62 @@
+"""The shell's working directory, which persists between Bash calls of one session.
+
+Each command starts where the previous one ended (`cd sub` then `ls` works), as in Claude
+Code. What the command reports is only a hint (the EXIT trap's output can be forged by the
+command): it is resolved here and kept only if it is an existing directory inside the
+workspace; anything else leaves the directory unchanged and the result says so.
+Environment variables do not persist: every command starts from the session's environment.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..session import Session
+
+
+class ShellCwd:
+    """Per-session service (`ctx.service(ShellCwd)`)."""
+
+    def __init__(self, session: "Session"):
+        self._workspace = session.workspace
+        self._cwd = self._workspace.root
+        self._lock = threading.Lock()
+
+    def current(self) -> tuple[Path, str | None]:
+        """The directory the next command starts in, and a note if it had to be reset."""
+        with self._lock:
+            if self._cwd.is_dir():
+                return self._cwd, None
+            gone = self._cwd
+            self._cwd = self._workspace.root
+            return self._cwd, (
+                f"The working directory {self._workspace.relative(gone)} no longer exists; "
+                f"the command ran in the workspace root {self._workspace.root} instead."
+            )
+
+    def learn(self, reported: str | None) -> str | None:
+        """Adopt the directory a command ended in; returns a note when it was refused."""
+        if not reported or "\x00" in reported:
+            return None
+        path = Path(os.path.realpath(reported))
+        with self._lock:
+            if path == self._cwd:
+                return None
+            if not os.path.isabs(reported) or not path.is_dir():
+                return None
+            if not self._workspace.is_inside(path):
+                return (
+                    f"Shell cwd was reset to {self._cwd}: the command ended in {path}, which is "
+                    f"outside the workspace ({self._workspace.root}). Commands always start "
+                    "inside the workspace; use absolute paths to refer to files elsewhere."
+                )
+            self._cwd = path
+            return None
+
+    def reset(self) -> None:
+        with self._lock:
+            self._cwd = self._workspace.root

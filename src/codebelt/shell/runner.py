@@ -1,0 +1,338 @@
+"""Running one shell command: `bash -c` in its own session, output spooled to a file.
+
+- argv list with an absolute bash path (found once); never `shell=True`.
+- start_new_session=True: the command leads a new session and process group, so a timeout,
+  a cancel or KillShell can signal the whole tree at once (procs.py).
+- stdin is /dev/null: a command that reads stdin gets EOF at once instead of hanging.
+- stdout and stderr share one file descriptor opened on the spool file, so their interleaving
+  is kept exactly and memory stays flat whatever the command prints.
+- the working directory the command ends in is recorded by an EXIT trap (see `wrap_script`).
+- a watcher thread per process waits on a pidfd (no polling), enforces the timeout and output
+  cap (SIGTERM to the group, SIGKILL after a grace period) and, once bash has exited, stops
+  whatever it left running in its group.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import select
+import shlex
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping
+
+from . import procs
+
+# (argv, cwd, env) → (argv, env, preexec_fn): how the sandbox wraps a command (shell/sandbox).
+Wrap = Callable[[list[str], Path, dict], "tuple[list[str], dict, Callable[[], None] | None]"]
+
+# bash -c takes the script as one argv string; Linux caps one string at 128 KiB
+# (MAX_ARG_STRLEN). Longer commands go through a script file instead.
+MAX_ARGV_SCRIPT = 100_000
+
+# Variables kept by the "clean" environment policy (plus `bash.envAllow`).
+CLEAN_ENV_KEEP = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TERM",
+                  "TZ", "PWD")
+
+_bash_path: str | None = None
+
+
+class ShellError(Exception):
+    """The command could not be started at all (no bash, unusable cwd, …)."""
+
+
+def find_bash() -> str:
+    """Absolute path of bash, looked up once per process."""
+    global _bash_path
+    if _bash_path is None:
+        found = shutil.which("bash") or next(
+            (p for p in ("/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash") if os.access(p, os.X_OK)),
+            None,
+        )
+        if found is None:
+            raise ShellError("bash was not found on PATH; the Bash tool needs bash installed.")
+        _bash_path = os.path.realpath(found)
+    return _bash_path
+
+
+def build_env(policy: str, allow: list[str], temp_dir: Path, marker: str,
+              base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The command's environment. `inherit`: ours; `clean`: a short list plus `allow` (globs).
+    Always: TMPDIR is the session's temp dir, and the process marker is set."""
+    source = dict(os.environ if base is None else base)
+    if policy == "clean":
+        keep = (*CLEAN_ENV_KEEP, *allow)
+        env = {k: v for k, v in source.items() if any(fnmatch.fnmatchcase(k, p) for p in keep)}
+        env.setdefault("PATH", os.defpath)
+    else:
+        env = source
+    env.pop(procs.MARKER_VAR, None)
+    env["TMPDIR"] = str(temp_dir)
+    env[procs.MARKER_VAR] = marker
+    return env
+
+
+def wrap_script(command: str, cwd_file: Path | None) -> str:
+    """The script bash runs: the command, with an EXIT trap that records where it ended.
+
+    The trap shares the command's first line so bash's error messages keep the command's own
+    line numbers. It runs on `exit N`, on errors and after the last command, keeps the exit
+    status, and uses `builtin pwd -P` so a function named `pwd` cannot answer for it. Whatever
+    it writes is only a hint: the caller resolves it and refuses anything outside the
+    workspace. If the command replaces the trap or `exec`s, nothing is recorded and the
+    directory stays as it was.
+    """
+    if cwd_file is None:
+        return command
+    action = f"builtin pwd -P >| {shlex.quote(str(cwd_file))} 2>/dev/null"
+    return f"trap -- {shlex.quote(action)} EXIT; {command}"
+
+
+@dataclass
+class Outcome:
+    """How a finished command ended."""
+
+    exit_code: int | None  # 128+N when killed by signal N (shell convention)
+    timed_out: bool
+    interrupted: bool  # cancelled by the caller or killed (KillShell, session end)
+    stop_reason: str | None  # "timeout" | "cancelled" | "killed" | "output_limit" | None
+    duration_ms: float
+    output_bytes: int
+    final_cwd: str | None  # what the EXIT trap recorded, unvalidated
+
+
+@dataclass
+class ShellProcess:
+    """One running `bash -c COMMAND`, from spawn to the last member of its group."""
+
+    command: str
+    cwd: Path
+    env: dict[str, str]
+    spool_path: Path
+    timeout_s: float | None = None
+    grace_s: float = 2.0
+    max_output_bytes: int | None = None
+    cwd_file: Path | None = None
+    script_dir: Path | None = None  # where a long command's script file goes
+    wrap: Wrap | None = None
+    marker: str = ""
+    on_exit: list[Callable[["ShellProcess"], None]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.started_at = 0.0
+        self.ended_at: float | None = None
+        self.exited = threading.Event()  # bash itself has exited and the outcome is known
+        self.cleaned = threading.Event()  # … and nothing of its group is left running
+        self.outcome: Outcome | None = None
+        self._lock = threading.Lock()
+        self._stop_reason: str | None = None
+        self._kill_at: float | None = None
+        self._wake_r, self._wake_w = -1, -1
+        self._script_file: Path | None = None
+        self._spool_fd = -1
+
+    # -- start ---------------------------------------------------------------------------------
+    def start(self) -> "ShellProcess":
+        script = wrap_script(self.command, self.cwd_file)
+        bash = find_bash()
+        if len(script.encode("utf-8", "surrogateescape")) > MAX_ARGV_SCRIPT:
+            # Too long for one argv string: bash reads it from a file (same semantics,
+            # except that error messages name the file instead of "-c").
+            folder = self.script_dir or self.spool_path.parent
+            self._script_file = folder / f"{self.spool_path.stem}.sh"
+            self._script_file.write_bytes(script.encode("utf-8", "surrogateescape"))
+            argv = [bash, str(self._script_file)]
+        else:
+            argv = [bash, "-c", script]
+        env, preexec = self.env, None
+        if self.wrap is not None:
+            argv, env, preexec = self.wrap(argv, self.cwd, env)
+        if self.cwd_file is not None:
+            try:
+                self.cwd_file.unlink()
+            except FileNotFoundError:
+                pass
+        self._spool_fd = os.open(self.spool_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        try:
+            self.started_at = time.monotonic()
+            self.proc = subprocess.Popen(
+                argv,
+                cwd=self.cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=self._spool_fd,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+                preexec_fn=preexec,
+            )
+        except OSError as e:
+            os.close(self._spool_fd)
+            self._spool_fd = -1
+            raise ShellError(f"could not start bash in {self.cwd}: {e.strerror or e}") from e
+        os.close(self._spool_fd)  # the child holds its own copy
+        self._spool_fd = -1
+        self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        threading.Thread(target=self._watch, name=f"codebelt-shell-{self.proc.pid}", daemon=True).start()
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    # -- observing -------------------------------------------------------------------------------
+    def output_size(self) -> int:
+        try:
+            return os.path.getsize(self.spool_path)
+        except OSError:
+            return 0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self.exited.wait(timeout)
+
+    @property
+    def running(self) -> bool:
+        return not self.exited.is_set()
+
+    def elapsed_ms(self) -> float:
+        end = self.ended_at if self.ended_at is not None else time.monotonic()
+        return (end - self.started_at) * 1000
+
+    # -- stopping --------------------------------------------------------------------------------
+    def stop(self, reason: str) -> bool:
+        """Ask the group to end (SIGTERM now, SIGKILL after the grace period). Any thread.
+        Returns False if the command had already exited."""
+        with self._lock:
+            if self.exited.is_set():
+                return False
+            if self._stop_reason is None:
+                self._stop_reason = reason
+                self._kill_at = time.monotonic() + self.grace_s
+                procs.signal_group(self.pid, signal.SIGTERM)
+                procs.signal_group(self.pid, signal.SIGCONT)
+            self._wake()
+        return True
+
+    def _wake(self) -> None:
+        # Called with the lock held: the pipe is closed under the same lock, so a late
+        # stop() can never write into a reused descriptor number.
+        if self._wake_w >= 0:
+            try:
+                os.write(self._wake_w, b"x")
+            except OSError:
+                pass
+
+    # -- the watcher -----------------------------------------------------------------------------
+    def _watch(self) -> None:
+        assert self.proc is not None
+        proc = self.proc
+        deadline = self.started_at + self.timeout_s if self.timeout_s else None
+        try:
+            pidfd = os.pidfd_open(proc.pid)
+        except (AttributeError, OSError):
+            pidfd = -1
+        try:
+            while True:
+                now = time.monotonic()
+                waits = []
+                if deadline is not None and self._stop_reason is None:
+                    waits.append(deadline - now)
+                if self._kill_at is not None:
+                    waits.append(self._kill_at - now)
+                if self.max_output_bytes is not None and self._stop_reason is None:
+                    waits.append(0.25)
+                wait = max(0.0, min(waits)) if waits else None
+                if pidfd >= 0:
+                    ready, _, _ = select.select([pidfd, self._wake_r], [], [], wait)
+                    if self._wake_r in ready:
+                        try:
+                            os.read(self._wake_r, 4096)
+                        except OSError:
+                            pass
+                else:  # no pidfd (old kernel): poll
+                    ready = []
+                    time.sleep(min(wait if wait is not None else 0.05, 0.05))
+                if proc.poll() is not None:
+                    break
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
+                    self.stop("timeout")
+                elif (self.max_output_bytes is not None
+                      and self.output_size() > self.max_output_bytes):
+                    self.stop("output_limit")
+                with self._lock:
+                    if self._kill_at is not None and now >= self._kill_at:
+                        procs.signal_group(proc.pid, signal.SIGKILL)
+                        self._kill_at = None
+        finally:
+            if pidfd >= 0:
+                os.close(pidfd)
+        self._finish()
+
+    def _finish(self) -> None:
+        assert self.proc is not None
+        rc = self.proc.wait()
+        self.ended_at = time.monotonic()
+        size = self.output_size()
+        final_cwd = None
+        if self.cwd_file is not None:
+            try:
+                final_cwd = self.cwd_file.read_text("utf-8", "surrogateescape").rstrip("\n") or None
+                self.cwd_file.unlink()
+            except OSError:
+                pass
+        if self._script_file is not None:
+            try:
+                self._script_file.unlink()
+            except OSError:
+                pass
+        with self._lock:
+            reason = self._stop_reason
+            self._kill_at = None
+        self.outcome = Outcome(
+            exit_code=rc if rc >= 0 else 128 - rc,
+            timed_out=reason == "timeout",
+            interrupted=reason in ("cancelled", "killed", "session_end"),
+            stop_reason=reason,
+            duration_ms=(self.ended_at - self.started_at) * 1000,
+            output_bytes=size,
+            final_cwd=final_cwd,
+        )
+        self.exited.set()
+        for callback in list(self.on_exit):
+            try:
+                callback(self)
+            except Exception:
+                pass
+        # Whatever bash left behind in its group (`cmd &`, children ignoring SIGTERM) is
+        # stopped now: nothing outlives the command that started it.
+        try:
+            if procs.group_alive(self.pid):
+                procs.kill_group(self.pid, self.grace_s)
+            if reason is not None and self.marker:
+                procs.sweep_marked(self.marker)
+        finally:
+            with self._lock:
+                for fd in (self._wake_r, self._wake_w):
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+                self._wake_r = self._wake_w = -1
+            self.cleaned.set()
+
+    def kill_now(self) -> None:
+        """Session end: SIGKILL the group and its escapees at once, no grace."""
+        if self.proc is None:
+            return
+        procs.signal_group(self.pid, signal.SIGKILL)
+        if self.marker:
+            procs.sweep_marked(self.marker)

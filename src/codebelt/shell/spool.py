@@ -1,0 +1,245 @@
+"""Spool files: a command's combined stdout+stderr on disk, read back in bounded pieces.
+
+The child writes straight into the spool file (no pipe, so nothing to drain and nothing a
+stray grandchild can hold open). Everything here reads it back without ever holding more than
+a fixed number of bytes in memory, whatever the command printed: progress tails, head/tail
+summaries for evicted results, incremental reads for BashOutput.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+CHUNK = 1 << 20  # bytes read at a time when scanning a spool file
+SUMMARY_BYTES = 6_000  # bytes of head and of tail shown for an evicted output
+SUMMARY_LINES = 40  # at most this many lines of head and of tail
+
+
+def decode(data: bytes) -> str:
+    """Output bytes as text: UTF-8, invalid bytes replaced (U+FFFD), never an exception."""
+    return data.decode("utf-8", errors="replace")
+
+
+def read_range(path: Path, start: int, end: int) -> bytes:
+    """Bytes [start, end) of the file; the caller keeps end - start bounded."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        return f.read(max(0, end - start))
+
+
+def count_newlines(path: Path, start: int = 0, end: int | None = None) -> int:
+    n = 0
+    with open(path, "rb") as f:
+        f.seek(start)
+        remaining = None if end is None else end - start
+        while remaining is None or remaining > 0:
+            chunk = f.read(CHUNK if remaining is None else min(CHUNK, remaining))
+            if not chunk:
+                break
+            n += chunk.count(b"\n")
+            if remaining is not None:
+                remaining -= len(chunk)
+    return n
+
+
+def line_count(newlines: int, size: int, last_byte: bytes) -> int:
+    """Lines in a text of `size` bytes with `newlines` newlines (a last partial line counts)."""
+    if size == 0:
+        return 0
+    return newlines + (0 if last_byte == b"\n" else 1)
+
+
+@dataclass
+class Progress:
+    """What the progress callback gets: the latest lines, total lines and bytes so far."""
+
+    last_lines: list[str]
+    total_lines: int
+    total_bytes: int
+
+
+class SpoolTail:
+    """Follows a growing spool file: counts lines incrementally and keeps the last few.
+
+    Each `update()` reads only the bytes added since the previous one, in CHUNK pieces, so a
+    1 GB output costs one sequential pass in total, spread over the progress ticks.
+    """
+
+    def __init__(self, path: Path, keep_lines: int = 5, keep_bytes: int = 4096):
+        self.path = path
+        self.keep_lines = keep_lines
+        self.keep_bytes = keep_bytes
+        self.offset = 0
+        self.newlines = 0
+        self._tail = b""
+        self._last = b""
+
+    def update(self) -> Progress:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                while True:
+                    chunk = f.read(CHUNK)
+                    if not chunk:
+                        break
+                    self.offset += len(chunk)
+                    self.newlines += chunk.count(b"\n")
+                    self._tail = (self._tail + chunk[-self.keep_bytes :])[-self.keep_bytes :]
+                    self._last = chunk[-1:]
+        except OSError:
+            pass
+        lines = decode(self._tail).rstrip("\n").split("\n")[-self.keep_lines :]
+        return Progress(
+            last_lines=[line for line in lines if line or len(lines) > 1],
+            total_lines=line_count(self.newlines, self.offset, self._last),
+            total_bytes=self.offset,
+        )
+
+
+@dataclass
+class Rendered:
+    """The model-facing form of a spool file: inline text, or a head/tail summary."""
+
+    text: str
+    truncated: bool
+    total_bytes: int
+    total_lines: int | None = None  # counted only when the output is summarised
+
+
+def _head(path: Path, size: int) -> tuple[str, int]:
+    data = read_range(path, 0, min(size, SUMMARY_BYTES))
+    lines = data.split(b"\n")
+    if len(data) < size and len(lines) > 1:
+        lines = lines[:-1]  # drop the partial last line of the window
+    lines = lines[:SUMMARY_LINES]
+    return decode(b"\n".join(lines)), len(lines)
+
+
+def _tail(path: Path, size: int) -> tuple[str, int]:
+    start = max(0, size - SUMMARY_BYTES)
+    data = read_range(path, start, size)
+    if data.endswith(b"\n"):
+        data = data[:-1]
+    lines = data.split(b"\n")
+    if start > 0 and len(lines) > 1:
+        lines = lines[1:]  # drop the partial first line of the window
+    lines = lines[-SUMMARY_LINES:]
+    return decode(b"\n".join(lines)), len(lines)
+
+
+def eviction_text(path: Path, size: int, total_lines: int, head: str, head_n: int,
+                  tail: str, tail_n: int) -> str:
+    """SPEC §6 wording (the same shape as budget.eviction_notice): where the full output is,
+    how to read it, the first and last lines and how many were left out."""
+    omitted = max(0, total_lines - head_n - tail_n)
+    return (
+        f"Tool result too large ({size:,} bytes, {total_lines:,} lines); the full output is saved "
+        f"at {path}. Read it with Read using offset and limit, or search it with Grep.\n\n"
+        f"--- first lines ---\n{head}\n"
+        f"… {omitted:,} lines omitted …\n"
+        f"--- last lines ---\n{tail}"
+    )
+
+
+def render(path: Path, max_chars: int, size: int | None = None) -> Rendered:
+    """The output as text if it fits in `max_chars`, else an eviction summary pointing at `path`.
+
+    Only outputs that could fit (at most 4 bytes per character) are ever read whole.
+    """
+    if size is None:
+        size = os.path.getsize(path)
+    if size <= 4 * max_chars:
+        text = decode(read_range(path, 0, size)).rstrip("\n")
+        if len(text) <= max_chars:
+            return Rendered(text, False, size)
+    last = read_range(path, size - 1, size) if size else b""
+    total_lines = line_count(count_newlines(path, 0, size), size, last)
+    head, head_n = _head(path, size)
+    tail, tail_n = _tail(path, size)
+    if head_n + tail_n >= total_lines:  # few but very long lines: no line is omitted whole
+        tail_n = max(0, total_lines - head_n)
+    text = eviction_text(path, size, total_lines, head, head_n, tail, tail_n)
+    return Rendered(text, True, size, total_lines)
+
+
+class IncrementalReader:
+    """Reads what was added to a spool file since the last read (BashOutput).
+
+    Keeps a UTF-8 decoder so a character split across two reads is not mangled. With a
+    filter, only complete lines are consumed while the command runs (a half-written line is
+    left for the next read); lines that do not match are consumed and dropped.
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.offset = 0
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def read(self, size: int, finished: bool, max_bytes: int,
+             pattern: re.Pattern[str] | None = None) -> tuple[str, int, bool]:
+        """(text, bytes consumed, truncated). At most `max_bytes` of new output is returned
+        inline; when more arrived, the middle is skipped (counted) and head/tail kept."""
+        start, end = self.offset, size
+        if end <= start:
+            return "", 0, False
+        if pattern is not None:
+            return self._read_filtered(start, end, finished, max_bytes, pattern)
+        truncated = False
+        if end - start > max_bytes:
+            half = max_bytes // 2
+            head = read_range(self.path, start, start + half)
+            tail = read_range(self.path, end - half, end)
+            skipped = end - start - 2 * half
+            self._decoder.reset()
+            text = (
+                decode(head)
+                + f"\n... [{skipped:,} bytes of output skipped; the full output is in {self.path}] ...\n"
+                + decode(tail)
+            )
+            truncated = True
+        else:
+            text = self._decoder.decode(read_range(self.path, start, end), final=finished)
+        self.offset = end
+        return text, end - start, truncated
+
+    def _read_filtered(self, start: int, end: int, finished: bool, max_bytes: int,
+                       pattern: re.Pattern[str]) -> tuple[str, int, bool]:
+        out: list[str] = []
+        kept = 0
+        truncated = False
+        pos = start
+        carry = b""
+        with open(self.path, "rb") as f:
+            f.seek(start)
+            while pos < end:
+                chunk = f.read(min(CHUNK, end - pos))
+                if not chunk:
+                    break
+                pos += len(chunk)
+                data = carry + chunk
+                lines = data.split(b"\n")
+                carry = lines.pop()
+                for raw in lines:
+                    line = decode(raw)
+                    if pattern.search(line):
+                        if kept + len(raw) <= max_bytes:
+                            out.append(line)
+                            kept += len(raw) + 1
+                        else:
+                            truncated = True
+        consumed_to = pos - len(carry)
+        if carry and (finished or len(carry) > CHUNK):
+            line = decode(carry)
+            if pattern.search(line):
+                out.append(line)
+            consumed_to = pos
+        self.offset = consumed_to
+        self._decoder.reset()
+        text = "\n".join(out)
+        if truncated:
+            text += "\n... [more matching lines were skipped: too much output for one read] ..."
+        return text, consumed_to - start, truncated

@@ -1,0 +1,231 @@
+"""Shell tasks of one session: every command it starts, and the ones running in the background.
+
+`TaskManager` is a per-session service (`ctx.service(TaskManager)`). It starts every Bash
+command (so it can stop every one of them at session end), hands out task ids for
+background ones (`bash_1`, `bash_2`, …, in Claude Code's style), serves BashOutput's
+incremental reads and KillShell. Tools call it from worker threads: all state sits behind
+one lock, and the processes themselves are watched by their own threads (runner.py).
+
+Background tasks have no timeout unless the call gave one (as in Claude Code), or the
+setting `bash.backgroundTimeoutMs` sets one; every task is killed when the session closes.
+Finished tasks keep their output file (in the session's results directory, readable with
+Read/Grep) until the session ends.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from . import procs
+from .runner import ShellError, ShellProcess, Wrap, build_env
+from .spool import IncrementalReader
+
+if TYPE_CHECKING:
+    from ..session import Session
+
+DEFAULT_GRACE_MS = 2_000
+DEFAULT_MAX_OUTPUT_BYTES = 4 << 30  # a runaway `yes` stops before it fills the disk
+
+
+@dataclass
+class Task:
+    """A command running (or finished) in the background."""
+
+    id: str
+    command: str
+    description: str | None
+    process: ShellProcess
+    how: str  # "requested" (run_in_background) | "auto" (moved after the blocking budget)
+    reader: IncrementalReader
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def output_path(self) -> Path:
+        return self.process.spool_path
+
+    def status(self) -> str:
+        """running | completed | failed | killed | timed_out (+ exit code in `status_text`)."""
+        out = self.process.outcome
+        if out is None:
+            return "running"
+        if out.timed_out:
+            return "timed_out"
+        if out.stop_reason in ("killed", "cancelled", "session_end"):
+            return "killed"
+        if out.stop_reason == "output_limit":
+            return "killed"
+        return "completed" if out.exit_code == 0 else "failed"
+
+    def status_text(self) -> str:
+        out = self.process.outcome
+        if out is None:
+            return f"running (for {self.process.elapsed_ms() / 1000:.0f}s)"
+        if out.timed_out:
+            return f"timed out after {out.duration_ms / 1000:.1f}s and was killed"
+        if out.stop_reason == "output_limit":
+            return "killed: its output exceeded the output limit"
+        if out.stop_reason in ("killed", "cancelled", "session_end"):
+            return "killed"
+        return f"exited with code {out.exit_code}"
+
+
+class TaskManager:
+    """Starts and tracks a session's shell commands; closes them all at session end."""
+
+    def __init__(self, session: "Session"):
+        self.session = session
+        self._lock = threading.Lock()
+        self._seq = itertools.count(1)
+        self._task_seq = itertools.count(1)
+        self._tasks: dict[str, Task] = {}
+        self._live: set[ShellProcess] = set()
+        self._closed = False
+        self._wrap: Wrap | None = None
+        self._wrap_loaded = False
+        self.spool_dir = Path(session.results_dir) / "shell"
+        self.spool_dir.mkdir(parents=True, exist_ok=True)
+        self.marker_prefix = f"{session.id}."
+
+    # -- settings ------------------------------------------------------------------------------
+    def _setting_ms(self, key: str, default: int) -> int:
+        value = self.session.setting(key, default)
+        try:
+            return max(0, int(value))
+        except (TypeError, ValueError):
+            return default
+
+    @property
+    def grace_s(self) -> float:
+        return self._setting_ms("bash.killGraceMs", DEFAULT_GRACE_MS) / 1000
+
+    def wrapper(self) -> Wrap | None:
+        """The sandbox's argv wrapper for this session, or None (sandbox off or absent).
+
+        Asked once per session. A sandbox that is required but unavailable raises there, and
+        that refusal is passed on: running unsandboxed instead would be the wrong answer.
+        """
+        if not self._wrap_loaded:
+            try:
+                from .sandbox import wrapper_for  # type: ignore[attr-defined]
+            except ImportError:
+                wrapper_for = None
+            self._wrap = wrapper_for(self.session) if wrapper_for is not None else None
+            self._wrap_loaded = True
+        return self._wrap
+
+    # -- starting ------------------------------------------------------------------------------
+    def spawn(self, command: str, cwd: Path, timeout_s: float | None,
+              record_cwd: bool = True) -> ShellProcess:
+        """Start `command` in `cwd`. Raises ShellError if it cannot start."""
+        wrap = self.wrapper()
+        with self._lock:
+            if self._closed:
+                raise ShellError("the session is closed; no new commands can start.")
+            n = next(self._seq)
+        marker = f"{self.marker_prefix}{n}"
+        temp_dir = Path(self.session.temp_dir)
+        allow = self.session.setting("bash.envAllow", []) or []
+        env = build_env(
+            str(self.session.setting("bash.env", "inherit")),
+            [str(a) for a in allow] if isinstance(allow, list) else [],
+            temp_dir,
+            marker,
+        )
+        max_out = self.session.setting("bash.maxOutputBytes", DEFAULT_MAX_OUTPUT_BYTES)
+        proc = ShellProcess(
+            command=command,
+            cwd=cwd,
+            env=env,
+            spool_path=self.spool_dir / f"cmd-{n}.log",
+            timeout_s=timeout_s,
+            grace_s=self.grace_s,
+            max_output_bytes=int(max_out) if max_out else None,
+            cwd_file=(temp_dir / f".codebelt-cwd-{n}") if record_cwd else None,
+            script_dir=self.spool_dir,
+            wrap=wrap,
+            marker=marker,
+        )
+        with self._lock:
+            self._live.add(proc)
+        proc.on_exit.append(self._forget)
+        try:
+            proc.start()
+        except BaseException:
+            self._forget(proc)
+            raise
+        return proc
+
+    def _forget(self, proc: ShellProcess) -> None:
+        with self._lock:
+            self._live.discard(proc)
+
+    # -- background tasks ----------------------------------------------------------------------
+    def adopt(self, proc: ShellProcess, command: str, description: str | None, how: str) -> Task:
+        """Make a started process a background task with an id."""
+        with self._lock:
+            task_id = f"bash_{next(self._task_seq)}"
+            task = Task(task_id, command, description, proc, how, IncrementalReader(proc.spool_path))
+            self._tasks[task_id] = task
+        return task
+
+    def get(self, task_id: str) -> Task:
+        with self._lock:
+            task = self._tasks.get(task_id.strip())
+            known = list(self._tasks)
+        if task is None:
+            listing = ", ".join(f"{t}" for t in known) if known else "none"
+            raise KeyError(
+                f"No background shell with id {task_id!r}. Known shell ids: {listing}."
+                + (" Start one with Bash and run_in_background: true." if not known else "")
+            )
+        return task
+
+    def tasks(self) -> list[Task]:
+        with self._lock:
+            return list(self._tasks.values())
+
+    def read(self, task_id: str, pattern: re.Pattern[str] | None, max_bytes: int) -> tuple[Task, str, bool]:
+        """New output of a task since the last read: (task, text, truncated)."""
+        task = self.get(task_id)
+        with task.lock:
+            finished = not task.process.running
+            size = task.process.output_size()
+            text, _, truncated = task.reader.read(size, finished, max_bytes, pattern)
+        return task, text, truncated
+
+    def kill(self, task_id: str) -> tuple[Task, bool]:
+        """Stop a task and its group; (task, whether it was still running)."""
+        task = self.get(task_id)
+        was_running = task.process.stop("killed")
+        if was_running:
+            task.process.wait(task.process.grace_s + 5)
+        return task, was_running
+
+    # -- session end ---------------------------------------------------------------------------
+    def close(self) -> None:
+        """Kill every running command and its group, background or not. Nothing outlives
+        the session: SIGTERM to all groups at once, SIGKILL after one shared grace period,
+        then a sweep for escapees carrying the session's marker."""
+        with self._lock:
+            self._closed = True
+            live = list(self._live)
+            tasks = list(self._tasks.values())
+        procs_all = {*live, *(t.process for t in tasks)}
+        for p in procs_all:
+            if p.running:
+                p.stop("session_end")
+        deadline = time.monotonic() + self.grace_s + 1
+        for p in procs_all:
+            p.exited.wait(max(0.0, deadline - time.monotonic()))
+        for p in procs_all:
+            if p.running:
+                p.kill_now()
+        for p in procs_all:
+            p.cleaned.wait(max(0.1, deadline + self.grace_s + 1 - time.monotonic()))
+        procs.sweep_marked(self.marker_prefix, prefix=True)
