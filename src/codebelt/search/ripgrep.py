@@ -41,7 +41,12 @@ class RipgrepNotFound(RipgrepError):
 
 
 def _exe(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.X_OK)
+    # root passes os.access(X_OK) for some non-executable files: also require an x bit
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return path.is_file() and bool(mode & 0o111) and os.access(path, os.X_OK)
 
 
 def locate(ripgrep_path: str | None = None, use_system: bool = False) -> str:
