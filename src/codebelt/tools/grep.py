@@ -256,6 +256,10 @@ class _Formatter:
                 )
             else:
                 text = empty
+            if o.hidden:
+                text += f"\n\n({o.hidden} file{'s' if o.hidden != 1 else ''} hidden by Read deny rules.)"
+            for w in warnings:
+                text += f"\n\nNote: {w}"
             return self._result(text, [], 0, None, False, warnings)
         # the 20,000-character cap: cut at a line boundary and say where to continue
         kept: list[str] = []
