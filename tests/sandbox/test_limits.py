@@ -1,0 +1,73 @@
+"""Resource limits in the sandboxed child: core dumps, file size, and a fork bomb that must end.
+
+The fork bomb runs only inside a pids cgroup whose pids.max this test has read back (a hard
+cap verified before launch) and under a short deadline; without such a cgroup it is skipped,
+because the machine is shared and RLIMIT_NPROC does not bind root.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from codebelt.shell.sandbox import Limits, denial
+
+from .conftest import run
+
+BOMB_CAP = 48
+BOMB_SECONDS = 2.0
+
+
+@pytest.mark.parametrize(
+    "command,expected",
+    [("ulimit -c", "0"), ("ulimit -f", str(3 * 1024))],  # bash reports 1024-byte blocks
+    ids=["no-core-dumps", "file-size"],
+)
+def test_rlimits_in_child(command, expected, backend, make_sandbox, ws):
+    sb = make_sandbox(backend, limits=Limits(processes=256, file_size_mb=3))
+    proc = run(sb, command, ws)
+    assert proc.stdout.strip() == expected
+
+
+def test_file_size_limit_stops_a_big_write(backend, make_sandbox, ws):
+    sb = make_sandbox(backend, limits=Limits(processes=256, file_size_mb=1))
+    # `; exit $?` makes bash fork (not exec) head, so it reports the signal that killed it
+    proc = run(sb, "head -c 3000000 /dev/zero > big; exit $?", ws)
+    assert proc.returncode == 128 + signal.SIGXFSZ, proc.stdout
+    assert (ws / "big").stat().st_size <= 1024 * 1024
+    message = denial.explain(proc.stdout, proc.returncode, backend=backend, network=False,
+                             temp_dir=None)
+    assert message and "sandbox.limits.fileSizeMB" in message, proc.stdout
+
+
+def test_fork_bomb_is_capped_and_killed(backend, make_sandbox, ws):
+    sb = make_sandbox(backend, limits=Limits(processes=BOMB_CAP))
+    group = sb.cap.cgroup if sb.cap else None
+    if group is None:
+        pytest.skip(f"no pids cgroup to cap a fork bomb safely here: {sb.cap.reason if sb.cap else ''}")
+    assert (group / "pids.max").read_text().strip() == str(BOMB_CAP)  # the cap, verified
+    wrap = sb.wrapper()
+    argv, env, preexec = wrap(["/bin/bash", "-c", ":(){ :|:& };:"], ws, dict(os.environ))
+    proc = subprocess.Popen(argv, cwd=ws, env=env, preexec_fn=preexec, start_new_session=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(BOMB_SECONDS)
+        events = (group / "pids.events").read_text()
+        peak = (group / "pids.peak").read_text().strip() if (group / "pids.peak").exists() else "0"
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # what the runner does on timeout
+        except ProcessLookupError:
+            pass
+        proc.wait(10)
+        assert sb.kill_all(), "processes survived in the session cgroup"
+    assert int(events.split()[-1]) > 0, "the bomb never reached the process cap"
+    assert int(peak) <= BOMB_CAP
+    assert sb.cap.pids() == []
+    # the test runner itself can still start processes
+    assert subprocess.run(["/bin/true"], timeout=10).returncode == 0
