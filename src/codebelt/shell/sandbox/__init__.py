@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ...errors import CodebeltError, SettingsError
+from ...tool import ToolError
 from . import bwrap as _bwrap
 from . import denial as _denial
 from .config import Limits, SandboxConfig
@@ -46,8 +47,12 @@ PROBE_TIMEOUT = 10.0
 TRUE = next((p for p in ("/usr/bin/true", "/bin/true") if os.access(p, os.X_OK)), "true")
 
 
-class SandboxUnavailable(CodebeltError):
-    """The settings require a sandbox (`required`, `bwrap`, `landlock`) that does not work here."""
+class SandboxUnavailable(CodebeltError, ToolError):
+    """The settings require a sandbox (`required`, `bwrap`, `landlock`) that does not work here.
+
+    Also a ToolError, so a Bash call that hits it ends as an error result carrying this message
+    (the sentence says what to change), whoever calls `wrapper_for`.
+    """
 
 
 @dataclass(frozen=True)
