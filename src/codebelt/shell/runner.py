@@ -107,7 +107,7 @@ class Outcome:
     final_cwd: str | None  # what the EXIT trap recorded, unvalidated
 
 
-@dataclass
+@dataclass(eq=False)  # identity semantics: processes live in sets
 class ShellProcess:
     """One running `bash -c COMMAND`, from spawn to the last member of its group."""
 

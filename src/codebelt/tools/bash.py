@@ -1,0 +1,367 @@
+"""Bash: run a shell command in the workspace (SPEC §5), foreground or as a background task.
+
+The engine is codebelt.shell (runner, tasks, spool, cwd); this module shapes the call: input
+checks, the permission request (the permission engine classifies the command), apply_patch
+interception, waiting, and the result text.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ..permissions.requests import CommandRequest
+from ..shell.cwd import ShellCwd
+from ..shell.foreground import wait_foreground
+from ..shell.runner import Outcome, ShellError, ShellProcess
+from ..shell.spool import Progress, render
+from ..shell.tasks import Task, TaskManager
+from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
+
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+AUTO_BACKGROUND_MS = 15_000
+MAX_RESULT_CHARS = 30_000
+NO_OUTPUT = "(no output)"
+
+DESCRIPTION = """Executes a given bash command in a persistent working directory with optional timeout, ensuring proper handling and security measures.
+
+Before executing the command, please follow these steps:
+
+1. Directory Verification:
+   - If the command will create new directories or files, first use `ls` to verify the parent directory exists and is the correct location
+   - For example, before running "mkdir foo/bar", first use `ls foo` to check that "foo" exists and is the intended parent directory
+
+2. Command Execution:
+   - Always quote file paths that contain spaces with double quotes (e.g., cd "path with spaces/file.txt")
+   - Examples of proper quoting:
+     - cd "/Users/name/My Documents" (correct)
+     - cd /Users/name/My Documents (incorrect - will fail)
+     - python "/path/with spaces/script.py" (correct)
+     - python /path/with spaces/script.py (incorrect - will fail)
+   - After ensuring proper quoting, execute the command.
+   - Capture the output of the command.
+
+Usage notes:
+  - The command argument is required.
+  - You can specify an optional timeout in milliseconds (up to 600000ms / 10 minutes). If not specified, commands will timeout after 120000ms (2 minutes).
+  - It is very helpful if you write a clear, concise description of what this command does in 5-10 words.
+  - If the output exceeds 30000 characters, it is saved to a file and you get its path with the first and last lines; read the rest with Read (offset and limit) or search it with Grep.
+  - You can use the `run_in_background` parameter to run the command in the background, which allows you to continue working while the command runs. You can monitor the output using the BashOutput tool as it becomes available, and stop it with KillShell. You do not need to use '&' at the end of the command when using this parameter. Processes started with '&' in a foreground command are stopped when that command finishes, so use `run_in_background` for servers and watchers.
+  - A foreground command still running after 15 seconds is moved to the background automatically; you get its shell id and the output so far.
+  - The working directory persists between commands (a `cd` carries over), but it always stays inside the workspace: a command that ends outside it leaves the directory unchanged. Environment variables and shell state (aliases, functions, `export`) do not persist between commands.
+  - Commands run with stdin closed: anything waiting for input gets end-of-file at once. Do not run interactive commands (editors, pagers, `git rebase -i`, prompts).
+  - VERY IMPORTANT: You MUST avoid using search commands like `find` and `grep`. Instead use Grep, Glob, or Task to search. You MUST avoid read tools like `cat`, `head`, `tail`, and `ls`, and use Read and LS to read files.
+  - If you _still_ need to run `grep`, STOP. ALWAYS USE ripgrep at `rg` first, which all users have pre-installed.
+  - When issuing multiple commands, use the ';' or '&&' operator to separate them. DO NOT use newlines (newlines are ok in quoted strings).
+  - Try to maintain your current working directory throughout the session by using absolute paths and avoiding usage of `cd`. You may use `cd` if the User explicitly requests it.
+    <good-example>
+    pytest /foo/bar/tests
+    </good-example>
+    <bad-example>
+    cd /foo/bar && pytest tests
+    </bad-example>
+  - To edit files with a patch, call `apply_patch` with the patch in a heredoc (apply_patch <<'EOF' … EOF); it is applied directly by the patch engine, never by a real shell.
+
+# Committing changes with git
+
+Only create commits when requested by the user. If unclear, ask first. When the user asks you to create a new git commit:
+  - Run `git status`, `git diff` and `git log` to see the changes and the commit message style.
+  - NEVER update the git config, NEVER run destructive git commands (push --force, hard reset) unless the user explicitly requests them, NEVER skip hooks (--no-verify).
+  - Pass the commit message with a HEREDOC:
+    git commit -m "$(cat <<'EOF'
+    Commit message here.
+    EOF
+    )"
+  - Never use git commands with the -i flag (like git rebase -i or git add -i): they need interactive input, which is not supported.
+"""
+
+
+class BashInput(ToolInput):
+    command: str = Field(description="The command to execute")
+    timeout: float | None = Field(
+        None, description="Optional timeout in milliseconds (max 600000)"
+    )
+    description: str | None = Field(
+        None,
+        description="Clear, concise description of what this command does in 5-10 words, in "
+        "active voice. Examples:\nInput: ls\nOutput: List files in current directory\n\n"
+        "Input: git status\nOutput: Show working tree status\n\n"
+        "Input: npm install\nOutput: Install package dependencies",
+    )
+    run_in_background: bool | None = Field(
+        None,
+        description="Set to true to run this command in the background. Use BashOutput to read "
+        "the output later.",
+    )
+
+
+class BashOutputData(BaseModel):
+    stdout: str = Field(description="Combined stdout and stderr, in order (maybe truncated)")
+    exitCode: int | None = Field(description="Exit code (128+N if killed by signal N); null while running")
+    interrupted: bool = Field(description="Whether the command was cancelled or killed")
+    timedOut: bool = Field(description="Whether the command hit its timeout and was killed")
+    durationMs: int = Field(description="Wall time in milliseconds")
+    truncated: bool = Field(description="Whether stdout is a head/tail summary of a larger output")
+    outputBytes: int = Field(0, description="Total bytes of output")
+    backgroundTaskId: str | None = Field(None, description="Shell id when the command runs in the background")
+    outputPath: str | None = Field(None, description="File holding the full output, when it was saved")
+    cwd: str | None = Field(None, description="Working directory after the command")
+    sandboxNote: str | None = Field(None, description="Why the sandbox probably blocked the command")
+
+
+# -- apply_patch interception ---------------------------------------------------------------------
+def _patch_invocation(command: str) -> Any | None:
+    """The apply_patch invocation in `command`, if it is one (patch engine's detector)."""
+    try:
+        from ..patch.invocation import find_invocation
+    except ImportError:
+        return None
+    try:
+        return find_invocation(command)
+    except Exception:  # a detector failure means "not an invocation": it runs as a command
+        return None
+
+
+def _patch_base(inv: Any, cwd: Path, ctx: ToolContext) -> Path:
+    workdir = getattr(inv, "workdir", None)
+    return ctx.workspace.resolve(workdir, base=cwd) if workdir else cwd
+
+
+def _patch_tool() -> Any:
+    from . import apply_patch
+
+    return apply_patch
+
+
+# -- result shaping -------------------------------------------------------------------------------
+def _sandbox_note(output_tail: str, exit_code: int | None, ctx: ToolContext) -> str | None:
+    try:
+        from ..shell.sandbox import explain_denial  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    try:
+        return explain_denial(output_tail, exit_code, ctx.session)
+    except Exception:
+        return None
+
+
+def _status_lines(out: Outcome, timeout_ms: int) -> list[str]:
+    lines = []
+    if out.timed_out:
+        lines.append(f"Command timed out after {timeout_ms / 1000:g}s and was killed (with its whole process group).")
+    elif out.stop_reason == "cancelled":
+        lines.append("Command was cancelled and killed (with its whole process group).")
+    elif out.stop_reason in ("killed", "session_end"):
+        lines.append("Command was killed.")
+    elif out.stop_reason == "output_limit":
+        lines.append("Command was stopped: its output exceeded the output limit (setting bash.maxOutputBytes).")
+    if out.exit_code not in (0, None) and not out.timed_out:
+        lines.append(f"Exit code {out.exit_code}")
+    return lines
+
+
+def _progress_sink(ctx: ToolContext):
+    if ctx.progress is None:
+        return None
+
+    def sink(p: Progress, elapsed: float) -> None:
+        ctx.report(
+            "\n".join(p.last_lines),
+            lastLines=p.last_lines,
+            totalLines=p.total_lines,
+            totalBytes=p.total_bytes,
+            elapsedSeconds=round(elapsed, 1),
+        )
+
+    return sink
+
+
+class Bash(Tool):
+    name = "Bash"
+    description = DESCRIPTION
+    Input = BashInput
+    Output = BashOutputData
+    read_only = False
+    concurrency_safe = False
+    destructive = True
+    open_world = True
+    max_result_chars = MAX_RESULT_CHARS
+    search_hint = "run a shell command (build, test, git, package managers)"
+
+    # -- pipeline hooks ------------------------------------------------------------------------
+    def is_concurrency_safe(self, params: BashInput) -> bool:
+        """Only read-only commands run alongside other calls (seed 000)."""
+        if params.run_in_background or _patch_invocation(params.command) is not None:
+            return False
+        try:
+            from ..shell.analyze import analyze
+
+            return bool(analyze(params.command, None, None).read_only)
+        except Exception:
+            return False
+
+    def validate(self, params: BashInput, ctx: ToolContext) -> None:
+        command = params.command
+        if "\x00" in command:
+            raise ToolError(
+                "The command contains a NUL byte (\\0), which bash cannot take in a command line. "
+                "Remove it; to produce a NUL byte, write printf '\\0'."
+            )
+        if not command.strip():
+            raise ToolError("The command is empty. Pass the shell command to run in `command`.")
+        self._timeout_ms(params, ctx)
+
+    def _timeout_ms(self, params: BashInput, ctx: ToolContext) -> int:
+        maximum = int(ctx.setting("bash.maxTimeoutMs", MAX_TIMEOUT_MS))
+        default = min(int(ctx.setting("bash.defaultTimeoutMs", DEFAULT_TIMEOUT_MS)), maximum)
+        if params.timeout is None:
+            return default
+        if params.timeout != params.timeout or params.timeout <= 0:  # NaN, 0, negative
+            raise ToolError(
+                f"timeout must be a positive number of milliseconds (at most {maximum}); "
+                f"omit it for the default of {default} ms."
+            )
+        if params.timeout > maximum:
+            raise ToolError(
+                f"timeout {params.timeout:g} ms is above the maximum of {maximum} ms "
+                f"({maximum // 60000} minutes). Use a timeout of at most {maximum}, or "
+                "run_in_background: true for longer jobs."
+            )
+        return int(params.timeout)
+
+    def permission_requests(self, params: BashInput, ctx: ToolContext) -> list:
+        cwd, _ = ctx.service(ShellCwd).current()
+        inv = _patch_invocation(params.command)
+        if inv is not None:
+            return list(_patch_tool().patch_requests(inv.patch, _patch_base(inv, cwd, ctx), ctx))
+        return [CommandRequest(params.command, cwd)]
+
+    # -- run -----------------------------------------------------------------------------------
+    def run(self, params: BashInput, ctx: ToolContext) -> ToolResult:
+        cwd_service = ctx.service(ShellCwd)
+        cwd, cwd_note = cwd_service.current()
+        inv = _patch_invocation(params.command)
+        if inv is not None:
+            return _patch_tool().run_patch(inv.patch, _patch_base(inv, cwd, ctx), ctx)
+
+        timeout_ms = self._timeout_ms(params, ctx)
+        manager = ctx.service(TaskManager)
+        if params.run_in_background:
+            return self._start_background(params, ctx, manager, cwd, cwd_note)
+
+        try:
+            proc = manager.spawn(params.command, cwd, timeout_ms / 1000, record_cwd=True)
+        except ShellError as e:
+            raise ToolError(f"The command could not be started: {e}") from None
+        budget_ms = None
+        if ctx.setting("bash.autoBackground", True) is not False:
+            budget_ms = int(ctx.setting("bash.autoBackgroundMs", AUTO_BACKGROUND_MS))
+        finished = wait_foreground(
+            proc,
+            budget_s=budget_ms / 1000 if budget_ms else None,
+            cancel_event=ctx.cancel_event,
+            on_progress=_progress_sink(ctx),
+        )
+        if not finished:
+            return self._moved_to_background(params, ctx, manager, proc, budget_ms or 0)
+        return self._finished(params, ctx, proc, timeout_ms, cwd_service, cwd_note)
+
+    def _finished(self, params: BashInput, ctx: ToolContext, proc: ShellProcess, timeout_ms: int,
+                  cwd_service: ShellCwd, cwd_note: str | None) -> ToolResult:
+        out = proc.outcome
+        assert out is not None
+        notes = [n for n in (cwd_note, cwd_service.learn(out.final_cwd)) if n]
+        rendered = render(proc.spool_path, MAX_RESULT_CHARS - 2_000, out.output_bytes)
+        if rendered.truncated:
+            output_path: str | None = str(proc.spool_path)
+        else:
+            output_path = None
+            _unlink(proc.spool_path)
+        sandbox_note = None
+        if out.exit_code not in (0, None) and out.stop_reason is None:
+            sandbox_note = _sandbox_note(rendered.text[-4000:], out.exit_code, ctx)
+            if sandbox_note:
+                notes.append(sandbox_note)
+        parts = [rendered.text] if rendered.text else []
+        parts += _status_lines(out, timeout_ms)
+        parts += notes
+        text = "\n".join(parts) if parts else NO_OUTPUT
+        cwd_now, _ = cwd_service.current()
+        data = BashOutputData(
+            stdout=rendered.text,
+            exitCode=out.exit_code,
+            interrupted=out.interrupted,
+            timedOut=out.timed_out,
+            durationMs=int(out.duration_ms),
+            truncated=rendered.truncated,
+            outputBytes=out.output_bytes,
+            outputPath=output_path,
+            cwd=str(cwd_now),
+            sandboxNote=sandbox_note,
+        ).model_dump()
+        data = {k: v for k, v in data.items() if v is not None or k == "exitCode"}
+        if rendered.truncated:
+            data["isIncomplete"] = True
+        # A command that failed is still a result the model reads, not a tool error — except
+        # when codebelt itself stopped it (timeout, cancel): then the call did not complete.
+        return ToolResult(text=text, data=data, is_error=out.timed_out or out.stop_reason == "cancelled")
+
+    def _start_background(self, params: BashInput, ctx: ToolContext, manager: TaskManager,
+                          cwd: Path, cwd_note: str | None) -> ToolResult:
+        timeout_ms = params.timeout if params.timeout is not None else ctx.setting("bash.backgroundTimeoutMs", 0)
+        try:
+            proc = manager.spawn(params.command, cwd, (timeout_ms / 1000) if timeout_ms else None, record_cwd=False)
+        except ShellError as e:
+            raise ToolError(f"The command could not be started: {e}") from None
+        task = manager.adopt(proc, params.command, params.description, "requested")
+        text = (
+            f"Command running in background with ID: {task.id}. Output is being written to "
+            f"{task.output_path}. Use BashOutput with bash_id \"{task.id}\" to read new output "
+            f"and KillShell with shell_id \"{task.id}\" to stop it."
+        )
+        if cwd_note:
+            text += "\n" + cwd_note
+        return ToolResult(text=text, data=self._task_data(task))
+
+    def _moved_to_background(self, params: BashInput, ctx: ToolContext, manager: TaskManager,
+                             proc: ShellProcess, budget_ms: int) -> ToolResult:
+        task = manager.adopt(proc, params.command, params.description, "auto")
+        _, so_far, truncated = manager.read(task.id, None, MAX_RESULT_CHARS - 4_000)
+        text = (
+            f"Command is still running after {budget_ms / 1000:g}s, so it was moved to the "
+            f"background with ID: {task.id} (its timeout still applies). Use BashOutput with "
+            f"bash_id \"{task.id}\" to read new output and KillShell with shell_id \"{task.id}\" "
+            "to stop it."
+        )
+        if so_far:
+            text += f"\n\nOutput so far:\n{so_far.rstrip()}"
+        data = self._task_data(task)
+        data["stdout"] = so_far
+        data["truncated"] = bool(truncated)
+        return ToolResult(text=text, data=data)
+
+    @staticmethod
+    def _task_data(task: Task) -> dict[str, Any]:
+        data = BashOutputData(
+            stdout="",
+            exitCode=None,
+            interrupted=False,
+            timedOut=False,
+            durationMs=int(task.process.elapsed_ms()),
+            truncated=False,
+            backgroundTaskId=task.id,
+            outputPath=str(task.output_path),
+        ).model_dump()
+        return {k: v for k, v in data.items() if v is not None or k == "exitCode"}
+
+
+def _unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

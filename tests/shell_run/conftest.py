@@ -1,0 +1,89 @@
+"""Fixtures for the shell-execution tests: sessions that must not leak a single process.
+
+`shell` builds sessions (sandbox off, permissions out of the way: these tests are about
+running commands, not deciding them) and, at teardown, closes them and then scans the process
+table: any live (non-zombie) process still carrying one of the sessions' markers, or whose
+command line holds one of the tokens a test registered, fails the test.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from codebelt.shell.procs import MARKER_VAR
+
+
+def live_processes(tokens: list[str], marker_prefixes: list[str]) -> list[str]:
+    """'pid cmdline' of live processes matching a token (cmdline) or a marker (environ)."""
+    found = []
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+            if stat[stat.rfind(b")") + 2 :].split()[0] in (b"Z", b"X"):
+                continue
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{name}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:
+            continue
+        marked = any(f"{MARKER_VAR}={p}".encode() in environ for p in marker_prefixes)
+        if marked or any(t in cmdline for t in tokens):
+            found.append(f"{name} {cmdline}")
+    return found
+
+
+def wait_gone(tokens: list[str], marker_prefixes: list[str], within: float = 5.0) -> list[str]:
+    """Live matching processes after waiting up to `within` s for them to go (signals are async)."""
+    deadline = time.monotonic() + within
+    while True:
+        left = live_processes(tokens, marker_prefixes)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
+
+
+class Shell:
+    """Session factory + leak registry for one test."""
+
+    def __init__(self, make_session, ws: Path):
+        self._make = make_session
+        self.ws = ws
+        self.sessions = []
+        self.tokens: list[str] = []
+
+    def session(self, bash: dict | None = None, **kwargs):
+        settings = {"bash": {"killGraceMs": 300, **(bash or {})}}
+        settings.update(kwargs.pop("settings", {}))
+        kwargs.setdefault("mode", "bypassPermissions")
+        kwargs.setdefault("sandbox", "off")
+        kwargs.setdefault("approver", lambda request: True)
+        s = self._make(settings=settings, **kwargs)
+        self.sessions.append(s)
+        return s
+
+    def token(self, value: str) -> str:
+        """Register a string that must not appear in any live command line after the test."""
+        self.tokens.append(value)
+        return value
+
+    def markers(self) -> list[str]:
+        return [f"{s.id}." for s in self.sessions]
+
+
+@pytest.fixture
+def shell(make_session, ws):
+    sh = Shell(make_session, ws)
+    yield sh
+    for s in sh.sessions:
+        s.close()
+    left = wait_gone(sh.tokens, sh.markers())
+    assert not left, f"processes leaked past session close: {left}"
