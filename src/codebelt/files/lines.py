@@ -1,0 +1,307 @@
+"""Line index and paging for text files of any size.
+
+`LineIndex` streams a file once, counting newlines per fixed-size block (bytes.count runs at memory
+speed), and keeps one checkpoint per block: (byte offset, newlines before it). Finding line L is a
+binary search over checkpoints plus a scan of one block, so a page deep inside a 2 GB file costs a
+block read, never the whole file in memory. The index grows lazily: it scans only as far as the
+deepest line asked for, and knows the total line count once it has reached the end.
+
+`LineIndexCache` keeps recent indexes per session, keyed by (path, device, inode, size, mtime), so
+a second read of a nearby page skips the scan. `read_page` renders `cat -n` rows from an offset.
+
+Lines are split on "\\n" only (like `cat -n` and `wc -l`); a trailing "\\r" is not shown.
+"""
+
+from __future__ import annotations
+
+import bisect
+import codecs
+import os
+import threading
+from array import array
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .codec import TextFormat, for_display
+
+BLOCK_SIZE = 64 * 1024  # bytes per checkpoint: 16k checkpoints (256 KB of index) per GB
+CHUNK_SIZE = 8 * 1024 * 1024  # bytes read per system call while scanning
+MAX_LINE_CHARS = 5000  # longer lines become continuation rows N.1, N.2, …
+PIECE_BYTES = 64 * 1024  # a long line is read in pieces of this size
+
+
+class LineIndex:
+    """Checkpoints (offset, newlines before offset) every `block_size` bytes of one file."""
+
+    def __init__(self, path: Path, size: int, block_size: int = BLOCK_SIZE):
+        self.path = path
+        self.size = size
+        self.block_size = block_size
+        self.offsets = array("q", [0])
+        self.lines_before = array("q", [0])
+        self.scanned = 0  # bytes counted so far (a multiple of block_size until the end)
+        self.newlines = 0  # newlines in the scanned bytes
+        self.ends_with_newline = False
+        self.lock = threading.Lock()
+
+    @property
+    def complete(self) -> bool:
+        return self.scanned >= self.size
+
+    @property
+    def total_lines(self) -> int | None:
+        """Line count as `cat -n` numbers them (None until the index reached the end)."""
+        if not self.complete:
+            return None
+        return self.newlines + (1 if self.size and not self.ends_with_newline else 0)
+
+    def extend(self, f, *, until_newlines: int | None = None, cancel=None) -> None:
+        """Scan forward until at least `until_newlines` newlines are counted (None: to the end)."""
+        if self.complete or (until_newlines is not None and self.newlines >= until_newlines):
+            return
+        buf = bytearray(max(CHUNK_SIZE // self.block_size, 1) * self.block_size)
+        view = memoryview(buf)
+        f.seek(self.scanned)
+        while not self.complete:
+            n = f.readinto(view[: min(len(buf), self.size - self.scanned)])
+            if not n:
+                self.size = self.scanned  # the file shrank under us: what we saw is the end
+                break
+            count = self.newlines
+            for start in range(0, n, self.block_size):
+                if self.scanned + start:
+                    if self.offsets[-1] != self.scanned + start:
+                        self.offsets.append(self.scanned + start)
+                        self.lines_before.append(count)
+                count += buf.count(b"\n", start, min(start + self.block_size, n))
+            self.newlines = count
+            self.ends_with_newline = buf[n - 1] == 0x0A
+            self.scanned += n
+            if until_newlines is not None and self.newlines >= until_newlines:
+                break
+            if cancel is not None:
+                cancel()
+
+    def line_start(self, f, line: int, cancel=None) -> int | None:
+        """Byte offset where 0-based `line` starts, or None if the file has fewer lines."""
+        if line == 0:
+            return 0 if self.size else None
+        self.extend(f, until_newlines=line, cancel=cancel)
+        if self.newlines < line:
+            return None
+        if self.newlines == line and self.complete and self.ends_with_newline:
+            return None  # the newline ends the last line; nothing starts after it
+        # The last checkpoint with fewer than `line` newlines before it holds the line-th newline.
+        i = bisect.bisect_left(self.lines_before, line) - 1
+        base, before = self.offsets[i], self.lines_before[i]
+        f.seek(base)
+        block = f.read(self.block_size)
+        pos = -1
+        for _ in range(line - before):
+            pos = block.index(b"\n", pos + 1)
+        return base + pos + 1
+
+
+@dataclass
+class Page:
+    """Rendered `cat -n` rows and where they came from."""
+
+    text: str
+    start_line: int  # 1-based first line shown
+    end_line: int  # 1-based last line (partly) shown; start_line - 1 when nothing was shown
+    rows: int
+    total_lines: int | None  # None: the file is big and was not scanned to its end
+    next_offset: int | None  # where to continue, or None when the page reached the end
+    stopped_by: str | None = None  # "limit" | "budget" | None
+    cut_line: int | None = None  # a line too long for the budget, only partly shown
+    notes: list[str] = field(default_factory=list)
+
+
+def format_row(number: str, text: str) -> str:
+    return f"{number:>6}\t{text}"
+
+
+def _rows_of_line(pieces, fmt: TextFormat):
+    """Yield the display rows (≤ MAX_LINE_CHARS each) of one line given as byte pieces."""
+    decoder = codecs.getincrementaldecoder(fmt.encoding)(fmt.errors)
+    pending = ""
+    for piece, last in pieces:
+        pending += decoder.decode(piece, final=last)
+        if last:
+            if pending.endswith("\n"):
+                pending = pending[:-1]
+            if pending.endswith("\r"):
+                pending = pending[:-1]
+        while len(pending) > MAX_LINE_CHARS or (last and pending):
+            yield for_display(pending[:MAX_LINE_CHARS])
+            pending = pending[MAX_LINE_CHARS:]
+    # An empty line yields one empty row.
+
+
+def _line_pieces(f):
+    """Byte pieces of the next line: [(bytes, is_last_piece)]; empty list at end of file."""
+    while True:
+        piece = f.readline(PIECE_BYTES)
+        if not piece:
+            return
+        last = piece.endswith(b"\n") or len(piece) < PIECE_BYTES
+        if not last:
+            # readline stopped at the size limit; peek to see whether the file ends right here.
+            if not f.peek(1)[:1]:
+                last = True
+        yield piece, last
+        if last:
+            return
+
+
+def render_rows(f, fmt: TextFormat, first_line: int, limit: int, max_chars: int) -> Page:
+    """Rows from the current position of `f` (a buffered binary file at the start of a line)."""
+    out: list[str] = []
+    used = 0
+    rows = 0
+    line = first_line - 1
+    stopped_by = None
+    cut_line = None
+    last_shown = first_line - 1
+    done = False
+    while not done:
+        pieces = _line_pieces(f)
+        try:
+            first_piece = next(pieces)
+        except StopIteration:
+            break  # end of file
+        line += 1
+
+        def chain(first=first_piece, rest=pieces):
+            yield first
+            yield from rest
+
+        shown_rows_of_line = 0
+        got_any = False
+        for k, row in enumerate(_rows_of_line(chain(), fmt)):
+            got_any = True
+            number = str(line) if k == 0 else f"{line}.{k}"
+            rendered = format_row(number, row)
+            if rows >= limit:
+                stopped_by = "limit"
+            elif used + len(rendered) + 1 > max_chars and rows > 0:
+                stopped_by = "budget"
+            if stopped_by:
+                if shown_rows_of_line:
+                    cut_line = line
+                done = True
+                break
+            out.append(rendered)
+            used += len(rendered) + 1
+            rows += 1
+            shown_rows_of_line += 1
+            last_shown = line
+        if not got_any:  # an empty line
+            if rows >= limit:
+                stopped_by = "limit"
+            elif used + 8 > max_chars and rows > 0:
+                stopped_by = "budget"
+            if stopped_by:
+                break
+            out.append(format_row(str(line), ""))
+            used += 8
+            rows += 1
+            last_shown = line
+    next_offset = None
+    if stopped_by:
+        if cut_line is not None and cut_line == first_line:
+            next_offset = cut_line + 1  # the line alone outgrows a page: move past it
+        elif cut_line is not None:
+            next_offset = cut_line
+        else:
+            next_offset = last_shown + 1
+    return Page(
+        text="\n".join(out),
+        start_line=first_line,
+        end_line=last_shown,
+        rows=rows,
+        total_lines=None,
+        next_offset=next_offset,
+        stopped_by=stopped_by,
+        cut_line=cut_line,
+    )
+
+
+def read_page(
+    path: Path,
+    fmt: TextFormat,
+    index: LineIndex,
+    offset: int,
+    limit: int,
+    max_chars: int,
+    cancel=None,
+) -> Page:
+    """Render up to `limit` rows from 1-based line `offset`, within `max_chars` characters."""
+    with open(path, "rb", buffering=PIECE_BYTES) as f:
+        with index.lock:
+            start = index.line_start(f, offset - 1, cancel=cancel)
+            if start is None:
+                index.extend(f, cancel=cancel)
+        if start is None:
+            return Page("", offset, offset - 1, 0, index.total_lines, None)
+        f.seek(start)
+        page = render_rows(f, fmt, offset, limit, max_chars)
+    if page.next_offset is None:
+        # The page reached the end of the file, so the line count is known without a scan.
+        page.total_lines = page.end_line
+    else:
+        page.total_lines = index.total_lines
+    return page
+
+
+def read_page_text(text: str, offset: int, limit: int, max_chars: int) -> Page:
+    """Paging for files decoded whole (UTF-16): same rows, from a string."""
+    import io
+
+    data = io.BufferedReader(io.BytesIO(text.encode("utf-8", "surrogateescape")))
+    total = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+    if offset > total:
+        return Page("", offset, offset - 1, 0, total, None)
+    # Skip to the line, then reuse the byte renderer on the UTF-8 form of the text.
+    pos = 0
+    for _ in range(offset - 1):
+        pos = text.index("\n", pos) + 1
+    data.seek(len(text[:pos].encode("utf-8", "surrogateescape")))
+    page = render_rows(data, TextFormat("utf-8"), offset, limit, max_chars)
+    page.total_lines = total
+    return page
+
+
+class LineIndexCache:
+    """A per-session LRU of LineIndex objects (use as `ctx.service(LineIndexCache)`)."""
+
+    capacity = 16
+
+    def __init__(self, session=None):
+        self._items: OrderedDict[tuple, LineIndex] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, path: Path, st: os.stat_result, block_size: int = BLOCK_SIZE) -> LineIndex:
+        key = (str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, block_size)
+        with self._lock:
+            index = self._items.get(key)
+            if index is not None:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return index
+            self.misses += 1
+            # Drop stale indexes of the same path: the file changed.
+            for old in [k for k in self._items if k[0] == key[0]]:
+                del self._items[old]
+            index = LineIndex(path, st.st_size, block_size)
+            self._items[key] = index
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+            return index
+
+    def close(self) -> None:
+        with self._lock:
+            self._items.clear()

@@ -1,0 +1,227 @@
+"""Search-and-replace for Edit and MultiEdit: find `old_string`, tolerantly but never loosely.
+
+Strategies, in order, stopping at the first that finds the text:
+  1. exact;
+  2. line endings: the model's LF mapped to the file's CRLF;
+  3. typographic quotes and dashes normalised to ASCII on both sides (a 1:1 character map, so
+     positions in the normalised text are positions in the file); new_string then takes the
+     file's quote style, so curly quotes stay curly;
+  4. the `cat -n` line-number prefix (`    12\\t`) stripped from every line of old_string (and of
+     new_string when all its lines carry one), then 1–3 again.
+Nothing else: whitespace differences are never matched, only diagnosed (tabs vs spaces).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .codec import apply_eol
+
+QUOTE_MAP = {
+    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'",
+    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"',
+    "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2015": "-",
+    "\u2212": "-",
+}
+_QUOTE_TABLE = str.maketrans(QUOTE_MAP)
+_CURLY = re.compile("[\u2018-\u201f]")
+_LINE_PREFIX = re.compile(r"^ *\d+(?:\.\d+)?(?:\t|\u2192)")
+
+
+class EditError(Exception):
+    """An edit that cannot be applied; the message names the problem and the fix."""
+
+
+@dataclass
+class Applied:
+    text: str
+    count: int  # replacements made
+    start: int  # where the first replacement starts (same in old and new text)
+    end: int  # where the last replacement ends, in the new text
+    how: str  # "exact" | "line endings" | "quotes" | "line numbers" …
+
+
+def normalise_quotes(s: str) -> str:
+    return s.translate(_QUOTE_TABLE)
+
+
+def strip_line_numbers(s: str) -> str | None:
+    """`s` without Read's line-number prefixes, or None if not every line has one."""
+    lines = s.split("\n")
+    if not all(_LINE_PREFIX.match(line) for line in lines if line):
+        return None
+    if not any(lines):
+        return None
+    return "\n".join(_LINE_PREFIX.sub("", line, count=1) for line in lines)
+
+
+def style_quotes(new: str, matched: str, old: str) -> str:
+    """Give new_string the quote style of the text it replaces (Claude Code's preserve-quote-style)."""
+    file_curly = bool(_CURLY.search(matched))
+    if not file_curly:
+        return normalise_quotes_only(new) if _CURLY.search(old) else new
+    out = []
+    for i, ch in enumerate(new):
+        prev = new[i - 1] if i else ""
+        nxt = new[i + 1] if i + 1 < len(new) else ""
+        opening = not prev or prev.isspace() or prev in "([{<\u2014-"
+        if ch == '"' and ("\u201c" in matched or "\u201d" in matched):
+            out.append("\u201c" if opening else "\u201d")
+        elif ch == "'" and ("\u2018" in matched or "\u2019" in matched):
+            if prev.isalnum() and nxt.isalnum():
+                out.append("\u2019")  # apostrophe: don't
+            else:
+                out.append("\u2018" if opening else "\u2019")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def normalise_quotes_only(s: str) -> str:
+    return _CURLY.sub(lambda m: QUOTE_MAP[m.group()], s)
+
+
+def _find_all(hay: str, needle: str) -> list[int]:
+    out = []
+    i = hay.find(needle)
+    while i != -1:
+        out.append(i)
+        i = hay.find(needle, i + len(needle))
+    return out
+
+
+def _splice(text: str, starts: list[int], length: int, new: str | list[str]) -> tuple[str, int]:
+    parts = []
+    prev = 0
+    end = 0
+    for k, s in enumerate(starts):
+        rep = new[k] if isinstance(new, list) else new
+        parts.append(text[prev:s])
+        parts.append(rep)
+        end += (s - prev) + len(rep)
+        prev = s + length
+    parts.append(text[prev:])
+    return "".join(parts), end
+
+
+def _attempts(text: str, old: str, new: str, eol: str):
+    """(needle, replacement, haystack, how) in the order they are tried."""
+    crlf_file = "\r\n" in text
+    # In a CRLF file, new text gets CRLF too (the model writes LF).
+    base_new = apply_eol(new, "\r\n") if eol == "\r\n" else new
+    yield old, base_new, text, "exact"
+    if crlf_file and "\n" in old:
+        yield apply_eol(old, "\r\n"), apply_eol(new, "\r\n"), text, "line endings"
+    norm_text = None
+    if _CURLY.search(text) or _CURLY.search(old) or "\u2013" in text or "\u2014" in text or any(
+        c in old for c in "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"
+    ):
+        norm_text = normalise_quotes(text)
+        yield normalise_quotes(old), base_new, norm_text, "quotes"
+        if crlf_file and "\n" in old:
+            yield normalise_quotes(apply_eol(old, "\r\n")), apply_eol(new, "\r\n"), norm_text, "quotes"
+
+
+def replace(text: str, old: str, new: str, *, replace_all: bool = False, eol: str = "\n") -> Applied:
+    """Apply one edit to `text`, or raise EditError."""
+    if old == new:
+        raise EditError(
+            "No changes to make: old_string and new_string are exactly the same. "
+            "Give the text as it should be in new_string."
+        )
+    if old == "":
+        if text == "":
+            body = apply_eol(new, "\r\n") if eol == "\r\n" else new
+            return Applied(body, 1, 0, len(body), "fill empty file")
+        raise EditError(
+            "old_string is empty, but the file is not empty: an empty old_string only creates a "
+            "new file (or fills an empty one). Give the exact text to replace, or use Write to "
+            "replace the whole file."
+        )
+    candidates = [(old, new, "")]
+    stripped_old = strip_line_numbers(old)
+    if stripped_old is not None and stripped_old != old:
+        stripped_new = strip_line_numbers(new) if new else new
+        candidates.append((stripped_old, stripped_new if stripped_new is not None else new, "line numbers"))
+    for cand_old, cand_new, suffix in candidates:
+        if cand_old == "":
+            continue
+        for needle, replacement, hay, how in _attempts(text, cand_old, cand_new, eol):
+            starts = _find_all(hay, needle)
+            if not starts:
+                continue
+            if len(starts) > 1 and not replace_all:
+                line = text.count("\n", 0, starts[0]) + 1
+                lines = ", ".join(str(text.count("\n", 0, s) + 1) for s in starts[:10])
+                raise EditError(
+                    f"Found {len(starts)} matches of old_string (at lines {lines}"
+                    f"{', …' if len(starts) > 10 else ''}), but replace_all is false. "
+                    "To replace every occurrence, set replace_all to true. To replace one, add "
+                    "more surrounding lines to old_string so it matches exactly once "
+                    f"(the first match is at line {line})."
+                )
+            if how == "quotes":
+                reps = [style_quotes(replacement, text[s:s + len(needle)], cand_old) for s in starts]
+            else:
+                reps = replacement
+            if not replace_all:
+                starts = starts[:1]
+            result, end = _splice(text, starts, len(needle), reps)
+            label = how if not suffix else (f"{suffix}, {how}" if how != "exact" else suffix)
+            return Applied(result, len(starts), starts[0], end, label)
+    raise EditError(_not_found_message(text, stripped_old or old))
+
+
+def _not_found_message(text: str, old: str) -> str:
+    base = "String to replace not found in file."
+    hint = _whitespace_hint(text, old)
+    if hint:
+        return f"{base} {hint}"
+    return (
+        f"{base} old_string must match the file exactly, including whitespace, indentation and "
+        "line breaks. Read the file again to see its current content, then copy the text exactly."
+    )
+
+
+def _whitespace_hint(text: str, old: str) -> str | None:
+    """Explain a match that only fails on leading whitespace (tabs vs spaces) or trailing spaces."""
+    needle = [ln.rstrip("\r") for ln in old.split("\n")]
+    while needle and not needle[-1].strip():
+        needle.pop()
+    while needle and not needle[0].strip():
+        needle.pop(0)
+    if not needle:
+        return None
+    lines = [ln.rstrip("\r") for ln in text.split("\n")]
+    key = [ln.strip() for ln in needle]
+    first = key[0]
+    for i, ln in enumerate(lines):
+        if ln.strip() != first:
+            continue
+        window = lines[i:i + len(key)]
+        if len(window) < len(key) or [w.strip() for w in window] != key:
+            continue
+        file_indent = "".join(w[: len(w) - len(w.lstrip())] for w in window)
+        old_indent = "".join(n[: len(n) - len(n.lstrip())] for n in needle)
+        where = f"lines {i + 1}-{i + len(key)}" if len(key) > 1 else f"line {i + 1}"
+        if "\t" in file_indent and "\t" not in old_indent:
+            return (
+                f"The text is at {where}, but the file indents with tabs and old_string uses spaces. "
+                "Copy the indentation exactly (use tab characters)."
+            )
+        if "\t" in old_indent and "\t" not in file_indent:
+            return (
+                f"The text is at {where}, but the file indents with spaces and old_string uses tabs. "
+                "Copy the indentation exactly (use spaces)."
+            )
+        if [w.lstrip() for w in window] == [n.lstrip() for n in needle]:
+            return (
+                f"The text is at {where}, but its indentation differs from old_string. "
+                "Copy the leading whitespace exactly as the file has it."
+            )
+        return (
+            f"The text is at {where}, but whitespace differs (trailing spaces or spacing inside "
+            "lines). Copy the lines exactly as the file has them."
+        )
+    return None

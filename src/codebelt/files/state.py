@@ -1,0 +1,121 @@
+"""What this session has read, so Write and Edit never act on a file the model has not seen.
+
+Every Read records the file's (mtime, size, inode, content hash, whether the whole file was shown,
+its TextFormat). Write and Edit then require a record and that the file is unchanged since:
+same mtime and size, or — when the mtime moved but a hash was recorded — the same content (an
+editor or `touch` that rewrote identical bytes is not a change). After a successful write the
+record is refreshed, so consecutive edits work without re-reading.
+
+Design choice: a partial read (offset/limit, or a page cut by the token budget) counts as a read
+for Edit, MultiEdit and Write, as in Claude Code: Edit only replaces text the model quotes and
+that text must match the current file, and Write is an explicit decision to replace the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from .codec import TextFormat
+
+NOT_READ = "File has not been read yet. Read it first before writing to it."
+MODIFIED = (
+    "File has been modified since read, either by the user or by a linter. "
+    "Read it again before attempting to write it."
+)
+HASH_LIMIT = 32 * 1024 * 1024  # larger files are compared by mtime and size only
+
+
+@dataclass(frozen=True)
+class FileState:
+    mtime_ns: int
+    size: int
+    inode: int
+    sha256: str | None  # None for files over HASH_LIMIT
+    complete: bool  # the model saw the whole file
+    fmt: TextFormat | None = None
+
+
+def hash_file(path: Path, limit: int = HASH_LIMIT) -> str | None:
+    """sha256 of a file's bytes, streamed; None when the file is larger than `limit`."""
+    h = hashlib.sha256()
+    total = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1024 * 1024):
+            total += len(chunk)
+            if total > limit:
+                return None
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class FileStates:
+    """Per-session store of file states (use as `ctx.service(FileStates)`)."""
+
+    def __init__(self, session=None):
+        self._states: dict[Path, FileState] = {}
+        self._lock = threading.Lock()
+
+    def get(self, path: Path) -> FileState | None:
+        with self._lock:
+            return self._states.get(path)
+
+    def forget(self, path: Path) -> None:
+        with self._lock:
+            self._states.pop(path, None)
+
+    def record_read(
+        self,
+        path: Path,
+        st: os.stat_result,
+        *,
+        complete: bool,
+        fmt: TextFormat | None = None,
+        sha256: str | None = None,
+    ) -> None:
+        """Record a read made from the file as it was at `st` (stat taken before reading)."""
+        if sha256 is None and st.st_size <= HASH_LIMIT:
+            try:
+                sha256 = hash_file(path)
+                after = os.stat(path)
+                if (after.st_mtime_ns, after.st_size) != (st.st_mtime_ns, st.st_size):
+                    sha256 = None  # changed while we hashed: the hash may not be what was shown
+            except OSError:
+                sha256 = None
+        state = FileState(st.st_mtime_ns, st.st_size, st.st_ino, sha256, complete, fmt)
+        with self._lock:
+            self._states[path] = state
+
+    def record_write(self, path: Path, data: bytes, fmt: TextFormat | None) -> None:
+        """After a successful write: the model knows exactly these bytes."""
+        st = os.stat(path)
+        digest = hashlib.sha256(data).hexdigest() if len(data) <= HASH_LIMIT else None
+        with self._lock:
+            self._states[path] = FileState(st.st_mtime_ns, st.st_size, st.st_ino, digest, True, fmt)
+
+    def check(self, path: Path, st: os.stat_result) -> str | None:
+        """None when the file may be written, else the exact error message."""
+        state = self.get(path)
+        if state is None:
+            return NOT_READ
+        if (state.mtime_ns, state.size) == (st.st_mtime_ns, st.st_size):
+            return None
+        if state.sha256 is not None and state.size == st.st_size:
+            try:
+                same = hash_file(path) == state.sha256
+            except OSError:
+                same = False
+            if same:
+                with self._lock:  # touched, not changed: remember the new mtime
+                    self._states[path] = FileState(
+                        st.st_mtime_ns, st.st_size, st.st_ino, state.sha256, state.complete, state.fmt
+                    )
+                return None
+        return MODIFIED
+
+    def close(self) -> None:
+        with self._lock:
+            self._states.clear()

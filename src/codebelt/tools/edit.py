@@ -1,0 +1,88 @@
+"""Edit: replace exact text in a file, keeping its encoding and line endings (SPEC §3)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from ..files.editing import EditOutcome, EditSpec, apply_edits, snippet
+from ..files.matching import EditError
+from ..files.state import FileStates
+from ..permissions.requests import PathRequest
+from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
+
+DESCRIPTION = """Performs exact string replacements in files.
+
+Usage:
+- You must use your `Read` tool at least once in the conversation before editing. This tool will error if you attempt an edit without reading the file.
+- When editing text from Read tool output, ensure you preserve the exact indentation (tabs/spaces) as it appears AFTER the line number prefix. The line number prefix format is: spaces + line number + tab. Everything after that tab is the actual file content to match. Never include any part of the line number prefix in the old_string or new_string.
+- ALWAYS prefer editing existing files in the codebase. NEVER write new files unless explicitly required.
+- Only use emojis if the user explicitly requests it. Avoid adding emojis to files unless asked.
+- The edit will FAIL if `old_string` is not unique in the file. Either provide a larger string with more surrounding context to make it unique or use `replace_all` to change every instance of `old_string`.
+- Use `replace_all` for replacing and renaming strings across the file. This parameter is useful if you want to rename a variable for instance.
+- An empty `old_string` creates a new file with `new_string` as its content (or fills an existing empty file).
+- Line endings, encoding and byte-order mark of the file are preserved; the result shows the edited lines with their line numbers, so you do not need to Read the file again."""
+
+
+class EditInput(ToolInput):
+    file_path: str = Field(description="The absolute path to the file to modify")
+    old_string: str = Field(description="The text to replace")
+    new_string: str = Field(description="The text to replace it with (must be different from old_string)")
+    replace_all: bool = Field(False, description="Replace all occurrences of old_string (default false)")
+
+
+def describe_outcome(rel: str, outcome: EditOutcome) -> str:
+    """The confirmation shared by Edit and MultiEdit: what changed, and the edited lines."""
+    if outcome.created:
+        head = f"Created {rel}."
+    else:
+        total = sum(outcome.replacements)
+        extra = f" ({total} replacements)" if total > len(outcome.replacements) else ""
+        head = f"The file {rel} has been updated{extra}."
+    tolerant = sorted({h for h in outcome.how if h not in ("exact", "fill empty file")})
+    if tolerant:
+        head += f" (old_string matched after normalising: {', '.join(tolerant)}.)"
+    lo, hi = outcome.region
+    return f"{head} Here's the result of running `cat -n` on a snippet of the edited file:\n" + snippet(
+        outcome.text, lo, hi
+    )
+
+
+def outcome_data(rel: str, outcome: EditOutcome) -> dict:
+    return {
+        "filePath": rel,
+        "created": outcome.created,
+        "replacements": outcome.replacements,
+        "matchedBy": outcome.how,
+        "bytes": len(outcome.data),
+        "encoding": outcome.fmt.encoding,
+        "lineEnding": {"\n": "LF", "\r\n": "CRLF"}.get(outcome.fmt.eol, "mixed"),
+    }
+
+
+class Edit(Tool):
+    name = "Edit"
+    description = DESCRIPTION
+    Input = EditInput
+    destructive = True
+    max_result_chars = None  # a short snippet
+    search_hint = "modify a file by replacing exact text"
+
+    def validate(self, params: EditInput, ctx: ToolContext) -> None:
+        if params.old_string == params.new_string:
+            raise ToolError(
+                "No changes to make: old_string and new_string are exactly the same. "
+                "Give the text as it should be in new_string."
+            )
+
+    def permission_requests(self, params: EditInput, ctx: ToolContext) -> list[PathRequest]:
+        return [PathRequest("write", ctx.workspace.resolve(params.file_path))]
+
+    def run(self, params: EditInput, ctx: ToolContext) -> ToolResult:
+        path = ctx.workspace.resolve(params.file_path)
+        rel = ctx.workspace.relative(path)
+        spec = EditSpec(params.old_string, params.new_string, params.replace_all)
+        try:
+            outcome = apply_edits(path, [spec], ctx.service(FileStates), ctx.workspace.relative)
+        except EditError as e:
+            raise ToolError(str(e)) from None
+        return ToolResult(describe_outcome(rel, outcome), data=outcome_data(rel, outcome))

@@ -1,0 +1,312 @@
+"""Read: a page of a text file in `cat -n` form, or an image, PDF or notebook (SPEC §3)."""
+
+from __future__ import annotations
+
+import os
+import stat as stat_mod
+from pathlib import Path
+
+from pydantic import Field
+
+from ..files.codec import SNIFF_BYTES, BinaryFile, sniff
+from ..files.lines import LineIndexCache, read_page, read_page_text
+from ..files.lookup import did_you_mean
+from ..files.state import FileStates
+from ..permissions.requests import PathRequest
+from ..tool import Image, Tool, ToolContext, ToolError, ToolInput, ToolResult
+
+DEFAULT_LIMIT = 2000
+DEFAULT_MAX_TOKENS = 25_000
+CHARS_PER_TOKEN = 4
+MAX_UTF16_BYTES = 256 * 1024 * 1024  # UTF-16 files are decoded whole; beyond this, refuse
+FULL_INDEX_BYTES = 64 * 1024 * 1024  # below this the whole file is indexed, so totals are known
+EMPTY = "System reminder: File exists but has empty contents"
+
+DESCRIPTION = """Reads a file from the local filesystem. You can access any file directly by using this tool.
+Assume this tool is able to read all files in the workspace. If the User provides a path to a file assume that path is valid. It is okay to read a file that does not exist; an error will be returned.
+
+Usage:
+- The file_path parameter should be an absolute path, or a path relative to the workspace root
+- By default, it reads up to 2000 lines starting from the beginning of the file
+- You can optionally specify a line offset and limit (especially handy for long files), but it's recommended to read the whole file by not providing these parameters
+- Lines longer than 5000 characters are split into continuation rows numbered N.1, N.2, … (they count against limit)
+- A page larger than about 25,000 tokens is cut at a line boundary and ends with the offset to continue from
+- Results are returned using cat -n format, with line numbers starting at 1
+- This tool can read images (PNG, JPG, GIF, WebP); the image is shown to you visually (large images are downscaled)
+- This tool can read PDF files (.pdf). For PDFs with more than 10 pages you MUST provide the pages parameter to read specific page ranges (e.g., pages: "1-5"). Maximum 20 pages per request.
+- This tool can read Jupyter notebooks (.ipynb files) and returns all cells with their outputs
+- This tool can only read files, not directories. To list a directory, use Glob or the ls command via Bash.
+- You can call multiple tools in a single response. It is always better to speculatively read multiple potentially useful files in parallel.
+- If you read a file that exists but has empty contents you will receive a system reminder warning in place of file contents.
+- You must Read a file before you Edit or overwrite it with Write."""
+
+
+class ReadInput(ToolInput):
+    file_path: str = Field(description="The absolute path to the file to read")
+    offset: int | None = Field(
+        None,
+        description="The line number to start reading from. Only provide if the file is too large to read at once",
+    )
+    limit: int | None = Field(
+        None,
+        description="The number of lines to read. Only provide if the file is too large to read at once.",
+    )
+    pages: str | None = Field(
+        None,
+        description='Page range for PDF files (e.g., "1-5", "3", "10-20"). Only applicable to PDF '
+        "files. Maximum 20 pages per request.",
+    )
+
+
+class Read(Tool):
+    name = "Read"
+    description = DESCRIPTION
+    Input = ReadInput
+    read_only = True
+    concurrency_safe = True
+    idempotent = True
+    max_result_chars = None  # bounded by limit and the token budget; never evicted (SPEC §6)
+    search_hint = "read a file, image, PDF or notebook"
+
+    def validate(self, params: ReadInput, ctx: ToolContext) -> None:
+        if params.offset is not None and params.offset < 0:
+            raise ToolError(f"offset must be a line number (1 or more), got {params.offset}.")
+        if params.limit is not None and params.limit < 1:
+            raise ToolError(f"limit must be at least 1, got {params.limit}.")
+
+    def permission_requests(self, params: ReadInput, ctx: ToolContext) -> list[PathRequest]:
+        return [PathRequest("read", ctx.workspace.resolve(params.file_path))]
+
+    def run(self, params: ReadInput, ctx: ToolContext) -> ToolResult:
+        path = ctx.workspace.resolve(params.file_path)
+        show = ctx.workspace.relative
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise ToolError(
+                f"File does not exist: {show(path)}.{did_you_mean(path, show)} "
+                "Check the path, or use Glob to find the file."
+            ) from None
+        except OSError as e:
+            raise ToolError(f"Cannot read {show(path)}: {e.strerror}.") from None
+        if stat_mod.S_ISDIR(st.st_mode):
+            raise ToolError(
+                f"{show(path)} is a directory, not a file. To see what it contains, use Glob "
+                f'(e.g. pattern "{show(path).rstrip("/")}/*") or Bash `ls`.'
+            )
+        if not stat_mod.S_ISREG(st.st_mode):
+            raise ToolError(f"{show(path)} is not a regular file (device, FIFO or socket); it cannot be read.")
+        suffix = path.suffix.lower()
+        if params.pages is not None and suffix != ".pdf":
+            raise ToolError("pages applies only to PDF files; for text files use offset and limit.")
+
+        from ..files.media import IMAGE_MIME
+
+        if suffix in IMAGE_MIME:
+            return self._image(path, st, IMAGE_MIME[suffix], ctx)
+        if suffix == ".pdf":
+            return self._pdf(path, st, params.pages, ctx)
+        if suffix == ".ipynb":
+            return self._notebook(path, st, ctx)
+        return self._text(path, st, params, ctx)
+
+    # -- text --------------------------------------------------------------------------------
+    def _text(self, path: Path, st: os.stat_result, params: ReadInput, ctx: ToolContext) -> ToolResult:
+        show = ctx.workspace.relative
+        rel = show(path)
+        states = ctx.service(FileStates)
+        offset = max(params.offset or 1, 1)
+        limit = params.limit or DEFAULT_LIMIT
+        max_chars = int(ctx.setting("read.maxTokens", DEFAULT_MAX_TOKENS)) * CHARS_PER_TOKEN
+        with open(path, "rb") as f:
+            head = f.read(SNIFF_BYTES)
+        if not head:
+            states.record_read(path, st, complete=True, sha256=None)
+            return ToolResult(EMPTY, data=_data(rel, "", 0, 1, 0, False, None, None))
+        try:
+            fmt = sniff(head, at_eof=len(head) >= st.st_size)
+        except BinaryFile as b:
+            raise ToolError(
+                f"{rel} is a binary file ({b.kind}, {_size(st.st_size)}); Read shows text, images "
+                "(.png .jpg .jpeg .gif .webp), PDFs and notebooks. To inspect it, use Bash "
+                "(e.g. `file`, `xxd | head`)."
+            ) from None
+        if fmt.ascii_compatible:
+            index = ctx.service(LineIndexCache).get(path, st)
+            if st.st_size <= FULL_INDEX_BYTES:
+                with open(path, "rb") as f, index.lock:
+                    index.extend(f, cancel=ctx.check_cancelled)
+            page = read_page(path, fmt, index, offset, limit, max_chars, cancel=ctx.check_cancelled)
+        else:
+            if st.st_size > MAX_UTF16_BYTES:
+                raise ToolError(
+                    f"{rel} is {fmt.encoding} and {_size(st.st_size)}; Read decodes {fmt.encoding} files "
+                    f"whole and stops at {_size(MAX_UTF16_BYTES)}. Use Bash (iconv | sed -n) to read part of it."
+                )
+            page = read_page_text(fmt.decode(path.read_bytes()), offset, limit, max_chars)
+
+        complete = offset == 1 and page.next_offset is None and page.cut_line is None
+        states.record_read(path, st, complete=complete, fmt=fmt)
+        total = page.total_lines
+        notes = [f"[Note: {rel} is {fmt.note}.]"] if fmt.note else []
+        if page.rows == 0:
+            text = (
+                f"<system-reminder>Warning: the file exists but is shorter than the provided offset "
+                f"({offset}). The file has {total} lines.</system-reminder>"
+            )
+            return ToolResult(text, data=_data(rel, fmt, 0, offset, total, False, None, None))
+        text = page.text
+        if page.next_offset is not None:
+            of_total = f" of {total}" if total is not None else ""
+            why = (
+                f"the page reached the ~{max_chars // CHARS_PER_TOKEN:,}-token read budget"
+                if page.stopped_by == "budget"
+                else f"limit={limit} rows"
+            )
+            cut = ""
+            if page.cut_line is not None and page.next_offset > page.cut_line:
+                cut = (
+                    f" Line {page.cut_line} alone is longer than a page and was cut; to see the rest "
+                    "of it, use Bash (e.g. cut -c or fold) or Grep."
+                )
+            elif page.cut_line is not None:
+                cut = f" Line {page.cut_line} was only partly shown."
+            text += (
+                f"\n\n[Output truncated: showing lines {page.start_line}-{page.end_line}{of_total} "
+                f"({why}).{cut} To read more, call Read with offset={page.next_offset}.]"
+            )
+        if notes:
+            text += "\n\n" + "\n".join(notes)
+        return ToolResult(
+            text,
+            data=_data(rel, fmt, page.end_line - page.start_line + 1, page.start_line, total,
+                       page.next_offset is not None, page.next_offset, fmt.note),
+        )
+
+    # -- media -------------------------------------------------------------------------------
+    def _image(self, path: Path, st: os.stat_result, mime: str, ctx: ToolContext) -> ToolResult:
+        from ..files.media import MAX_IMAGE_EDGE, MAX_IMAGE_PIXELS, MediaError, load_image
+
+        rel = ctx.workspace.relative(path)
+        try:
+            img = load_image(
+                path,
+                mime,
+                int(ctx.setting("read.maxImageEdge", MAX_IMAGE_EDGE)),
+                int(ctx.setting("read.maxImagePixels", MAX_IMAGE_PIXELS)),
+            )
+        except MediaError as e:
+            raise ToolError(f"Cannot show {rel}: {e}.") from None
+        ctx.service(FileStates).record_read(path, st, complete=True)
+        size = f"{img.original_width}x{img.original_height}"
+        if img.downscaled:
+            size += f", downscaled to {img.width}x{img.height}"
+        text = f"Image {rel} ({img.mime_type}, {size}, {_size(img.byte_size)})"
+        data = {
+            "type": "image",
+            "file": {
+                "filePath": rel, "mimeType": img.mime_type, "width": img.width, "height": img.height,
+                "originalWidth": img.original_width, "originalHeight": img.original_height,
+                "originalSize": img.byte_size,
+            },
+        }
+        return ToolResult(text, data=data, images=[Image(img.data, img.mime_type)])
+
+    def _pdf(self, path: Path, st: os.stat_result, pages: str | None, ctx: ToolContext) -> ToolResult:
+        from ..files.media import (
+            MAX_PDF_PAGES_PER_CALL, PDF_PAGES_WITHOUT_RANGE, MediaError, open_pdf, parse_pages,
+            pdf_page_text,
+        )
+
+        rel = ctx.workspace.relative(path)
+        try:
+            reader = open_pdf(path)
+            count = len(reader.pages)
+            if pages is None and count > PDF_PAGES_WITHOUT_RANGE:
+                text = (
+                    f"{rel} is a PDF with {count} pages, too many to read at once. Call Read again "
+                    f'with pages set to a range of at most {MAX_PDF_PAGES_PER_CALL} pages, e.g. pages="1-5".'
+                )
+                return ToolResult(text, data={"type": "pdf", "file": {"filePath": rel, "pageCount": count, "pages": []}})
+            wanted = parse_pages(pages, count) if pages is not None else list(range(1, count + 1))
+        except MediaError as e:
+            raise ToolError(f"Cannot read {rel}: {e}.") from None
+        max_chars = int(ctx.setting("read.maxTokens", DEFAULT_MAX_TOKENS)) * CHARS_PER_TOKEN
+        parts: list[str] = []
+        used = 0
+        shown: list[int] = []
+        for p in wanted:
+            ctx.check_cancelled()
+            block = f"--- Page {p} of {count} ---\n{pdf_page_text(reader, p)}"
+            if used + len(block) > max_chars and shown:
+                break
+            if len(block) > max_chars:
+                block = block[:max_chars] + "\n… [page text cut at the read budget]"
+            parts.append(block)
+            used += len(block) + 2
+            shown.append(p)
+        text = "\n\n".join(parts)
+        rest = [p for p in wanted if p not in shown]
+        if rest:
+            text += (
+                f"\n\n[Output truncated at the ~{max_chars // CHARS_PER_TOKEN:,}-token read budget after page "
+                f"{shown[-1]}. To read more, call Read with pages=\"{rest[0]}-{rest[-1]}\".]"
+            )
+        ctx.service(FileStates).record_read(path, st, complete=len(shown) == count)
+        return ToolResult(
+            text,
+            data={"type": "pdf", "file": {"filePath": rel, "pageCount": count, "pages": shown,
+                                          "truncated": bool(rest)}},
+        )
+
+    def _notebook(self, path: Path, st: os.stat_result, ctx: ToolContext) -> ToolResult:
+        from ..files.notebook import NotebookError, render_notebook
+
+        rel = ctx.workspace.relative(path)
+        try:
+            nb = render_notebook(path)
+        except NotebookError as e:
+            raise ToolError(f"Cannot read {rel} as a notebook: {e}. Read it as text by copying it to a .json name, or use Bash.") from None
+        max_chars = int(ctx.setting("read.maxTokens", DEFAULT_MAX_TOKENS)) * CHARS_PER_TOKEN
+        text = nb.text
+        truncated = len(text) > max_chars
+        if truncated:
+            text = text[: text.rfind("\n", 0, max_chars) + 1] + (
+                f"\n[Output truncated: the notebook is larger than the ~{max_chars // CHARS_PER_TOKEN:,}-token "
+                "read budget. Use Bash (e.g. jq '.cells[10:20]') to read the remaining cells.]"
+            )
+        if nb.images_dropped:
+            text += f"\n[{nb.images_dropped} more output images were not attached.]"
+        ctx.service(FileStates).record_read(path, st, complete=not truncated)
+        return ToolResult(
+            text,
+            data={"type": "notebook", "file": {"filePath": rel, "cells": nb.cells, "language": nb.language,
+                                               "images": len(nb.images), "truncated": truncated}},
+            images=[Image(b64, mime) for b64, mime in nb.images],
+        )
+
+
+def _data(rel, fmt, num_lines, start, total, truncated, next_offset, note) -> dict:
+    file = {
+        "filePath": rel,
+        "numLines": num_lines,
+        "startLine": start,
+        "totalLines": total,
+        "truncated": truncated,
+    }
+    if next_offset is not None:
+        file["nextOffset"] = next_offset
+    if fmt:
+        file["encoding"] = fmt.encoding + ("-sig" if fmt.bom and fmt.encoding == "utf-8" else "")
+        file["lineEnding"] = {"\n": "LF", "\r\n": "CRLF"}.get(fmt.eol, "mixed")
+    if note:
+        file["note"] = note
+    return {"type": "text", "file": file}
+
+
+def _size(n: int) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} bytes"  # pragma: no cover
