@@ -99,9 +99,9 @@ async def test_bash_progress_notifications(transport, era, project, http_url):
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         seen.append((progress, total, message))
 
-    script = "import time\nfor i in range(4):\n    print('tick', i, flush=True)\n    time.sleep(0.9)"
+    script = "import time; [(print('tick', i, flush=True), time.sleep(0.9)) for i in range(4)]"
     async with connect(transport, era, project, http_url) as client:
-        r = await client.call_tool("Bash", {"command": f"python3 -u -c {script!r}"}, progress_callback=on_progress)
+        r = await client.call_tool("Bash", {"command": f'python3 -u -c "{script}"'}, progress_callback=on_progress)
     assert not r.is_error, r.content[0].text
     assert "tick 3" in r.content[0].text
     assert seen, "no progress notification arrived"
