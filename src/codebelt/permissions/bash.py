@@ -1,0 +1,203 @@
+"""The Bash permission decision: `decide_command(engine, CommandRequest) -> Decision`.
+
+Policy (SPEC §5, §9), in order:
+- a deny rule matching the whole text or any part denies;
+- longer than 10,000 characters → ask;
+- complex (not reducible to simple commands) → ask, unless a rule matches the whole text;
+- per simple command: deny rule → deny; dangerous → deny unless an allow rule names it;
+  ask rule or a must-ask reason (force push to a protected branch) → ask; allow rule → allow;
+  read-only → allow; sandbox active (and sandbox.autoAllowBash not false) → allow;
+  otherwise the mode decides (bypassPermissions allow, plan/dontAsk deny, default/acceptEdits ask);
+- files written by redirections are Edit requests and files read by read-only commands are
+  Read requests, decided by the engine's path logic;
+- any deny denies, any ask asks, else allow. The reason says which part decided.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .decision import Decision
+from .requests import CommandRequest, PathRequest
+
+if TYPE_CHECKING:
+    from ..shell.analyze import Analysis, CommandVerdict
+    from .engine import PermissionEngine
+    from .rules import Rule
+
+
+def decide_command(engine: "PermissionEngine", request: CommandRequest) -> Decision:
+    from ..shell.analyze import analyze
+
+    analysis = analyze(request.command, Path(request.cwd), engine.workspace)
+    return decide_analysis(engine, analysis)
+
+
+def decide_analysis(engine: "PermissionEngine", a: "Analysis") -> Decision:
+    text = a.command.strip()
+    whole = engine.match_command(text)
+    if whole is not None and whole[0] == "deny":
+        return _rule_decision(*whole)
+    if a.complex is not None or a.too_long:
+        what = (f"the command is {len(a.command):,} characters long (over 10,000)" if a.too_long
+                else f"complex command: {a.complex}")
+        if a.dangerous and _strict_allow(engine, text) is None:
+            return Decision.deny(f"dangerous: {a.dangerous}", "danger")
+        if whole is not None and whole[0] == "ask":
+            return _rule_decision(*whole)
+        allow = _strict_allow(engine, text)
+        if allow is not None:
+            return _rule_decision("allow", allow)
+        if a.too_long:
+            return _ask_or_mode(engine, what, "")
+        return _mode(engine, f"{what}; it cannot be checked part by part", None, kind="complex")
+    decisions = [_decide_part(engine, v) for v in a.commands]
+    if not decisions:
+        return Decision.allow("allowed: empty command", "read-only")
+    for behavior in ("deny", "ask"):
+        for d in decisions:
+            if d.behavior == behavior:
+                return d
+    if all(d.decided_by == "read-only" for d in decisions):
+        return Decision.allow("allowed: read-only command", "read-only")
+    return next((d for d in decisions if d.decided_by != "read-only"), decisions[0])
+
+
+def _decide_part(engine: "PermissionEngine", v: "CommandVerdict") -> Decision:
+    texts = [t for t in dict.fromkeys((v.rule_text, v.full_text)) if t]
+    matches = {b: _first_match(engine, b, texts) for b in ("deny", "ask", "allow")}
+    if matches["deny"]:
+        return _rule_decision("deny", matches["deny"])
+    paths = _path_decisions(engine, v)
+    if v.dangerous:
+        allow = matches["allow"]
+        if allow is None or allow.specifier is None:
+            return Decision.deny(f"dangerous: {v.dangerous}", "danger",
+                                 suggestion="only an explicit allow rule naming this command allows it")
+    if matches["ask"]:
+        argv_decision = _rule_decision("ask", matches["ask"])
+    elif v.ask_reason:
+        argv_decision = Decision.ask(f"ask: {v.ask_reason}", "danger")
+    elif matches["allow"]:
+        argv_decision = _rule_decision("allow", matches["allow"])
+    elif v.argv_read_only:
+        shown = v.rule_text or "(no command)"
+        argv_decision = Decision.allow(f"allowed: read-only command (`{_short(shown)}`)", "read-only")
+    elif _sandbox_auto_allow(engine):
+        argv_decision = Decision.allow(f"allowed: `{_short(v.rule_text)}` runs in the sandbox", "sandbox")
+    else:
+        argv_decision = _mode(engine, f"`{_short(v.rule_text or v.full_text)}` is not read-only ({v.reason})", v)
+    for d in paths:
+        if d.behavior == "deny":
+            return d
+    if argv_decision.behavior != "allow":
+        return argv_decision
+    for d in paths:
+        if d.behavior == "ask":
+            return d
+    return argv_decision
+
+
+def _path_decisions(engine: "PermissionEngine", v: "CommandVerdict") -> list[Decision]:
+    out: list[Decision] = []
+    sandboxed = None
+    for access, paths in (("write", v.writes), ("read", v.reads)):
+        for p in paths:
+            d = engine.decide_path(PathRequest(access, p))  # type: ignore[arg-type]
+            if d.behavior == "ask" and d.decided_by in ("workspace", "mode"):
+                if sandboxed is None:
+                    sandboxed = _sandbox_auto_allow(engine)
+                if sandboxed and (access == "read" or engine.workspace.is_inside(p)):
+                    # the sandbox enforces what the mode would have asked about
+                    d = Decision.allow(f"allowed: {access} of {engine.workspace.relative(p)} inside the sandbox", "sandbox")
+            if d.behavior != "allow" and access == "write":
+                d = Decision(d.behavior, f"{d.reason} (output redirection of `{_short(v.rule_text)}`)",
+                             d.decided_by, d.rule, d.source, d.suggestion)
+            out.append(d)
+    return out
+
+
+def _first_match(engine: "PermissionEngine", behavior: str, texts: list[str]) -> "Rule | None":
+    for rule in engine.rules_for(behavior, ["Bash"]):
+        if rule.specifier is None:
+            continue  # bare `Bash` rules are the engine's business (engine.decide)
+        if any(rule.matches_command(t) for t in texts):
+            return rule
+    return None
+
+
+_META = r"[^;&|\n`$()<>]*"
+
+
+def _strict_allow(engine: "PermissionEngine", text: str) -> "Rule | None":
+    """An allow rule matching the whole text of a command we could not split, where no `*` of
+    the rule swallows shell syntax: `Bash(npm test *)` must not allow `npm test; curl … | sh`."""
+    for rule in engine.rules_for("allow", ["Bash"]):
+        if rule.specifier is None:
+            continue
+        strict = re.compile(rule.command_regex.pattern.replace(".*", _META), re.S)
+        if strict.fullmatch(text):
+            return rule
+    return None
+
+
+def _rule_decision(behavior: str, rule: "Rule") -> Decision:
+    verb = {"allow": "allowed", "ask": "ask", "deny": "denied"}[behavior]
+    return Decision(behavior, f"{verb} by rule {rule.text} in {rule.source or 'settings'}", "rule",  # type: ignore[arg-type]
+                    rule=rule.text, source=rule.source or None)
+
+
+def suggest_rule(v: "CommandVerdict | None") -> str | None:
+    """The allow rule a person would add for this command: `Bash(git push *)`."""
+    if v is None or not v.rule_text:
+        return None
+    words = v.rule_text.split(" ")
+    prefix = words[0]
+    if len(words) > 1 and re.fullmatch(r"[A-Za-z][\w.:-]*", words[1]):
+        prefix += " " + words[1]
+    return f"Bash({prefix} *)"
+
+
+def _mode(engine: "PermissionEngine", what: str, v: "CommandVerdict | None", kind: str = "command") -> Decision:
+    rule = suggest_rule(v)
+    suggestion = f"add {rule} to permissions.allow" if rule else "add an allow rule matching the whole command"
+    mode = engine.mode
+    if mode == "bypassPermissions":
+        return Decision.allow(f"allowed: {what} (mode bypassPermissions)", "mode")
+    if mode == "plan":
+        return Decision.deny(f"mode plan allows only read-only commands: {what}", "mode", suggestion="leave plan mode")
+    if mode == "dontAsk":
+        extra = f"; the rule {rule} would allow it" if rule else ""
+        return Decision.deny(f"{what}, and mode dontAsk denies anything not explicitly allowed{extra}", "mode",
+                             suggestion=suggestion)
+    return Decision.ask(f"ask: {what}", "mode", suggestion=suggestion)
+
+
+def _ask_or_mode(engine: "PermissionEngine", what: str, _: str) -> Decision:
+    if engine.mode in ("plan", "dontAsk"):
+        return _mode(engine, what, None)
+    return Decision.ask(f"ask: {what}", "default", suggestion="split the command into shorter calls")
+
+
+def _sandbox_auto_allow(engine: "PermissionEngine") -> bool:
+    """True when the session's sandbox is active and sandbox.autoAllowBash is not false."""
+    settings = engine.settings
+    try:
+        if settings.get("sandbox.autoAllowBash", True) is False:
+            return False
+        if str(settings.get("sandbox.mode", "auto")) == "off":
+            return False
+        session = getattr(engine, "session", None)
+        if session is None:
+            return False
+        from ..shell import sandbox
+
+        return bool(sandbox.status(session).active)
+    except Exception:  # noqa: BLE001 - a missing or failing sandbox means: no sandbox
+        return False
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,298 @@
+"""analyze(command, cwd, workspace) → Analysis: what a shell command line would do.
+
+The contract other parts use: the Bash tool reads `.read_only` (concurrency safety), the
+permission engine (permissions/bash.py) decides from the per-command verdicts, and
+`codebelt check` prints them. No decision is made here — only facts: parsed commands,
+read-only or not and why, dangerous or not, files written by redirections, files read,
+directory changes.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import danger as _danger
+from .parse import Script, SimpleCommand, parse
+from .readonly import classify_argv, command_name, dangerous_env, parse_git, unwrap
+
+MAX_COMMAND_CHARS = 10_000  # longer commands always ask (SPEC §5)
+_MAX_PARSE_CHARS = 200_000  # beyond this we do not even parse; only text patterns are checked
+# Redirect targets that are not files.
+_HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1", "/dev/fd/2"})
+_HARMLESS_READS = frozenset({"/dev/null", "/dev/stdin", "/dev/zero", "/dev/urandom", "/dev/random", "-"})
+
+
+@dataclass
+class CommandVerdict:
+    argv: list[str]
+    rule_text: str  # argv without assignments and wrappers, joined by spaces: what rules match
+    read_only: bool  # the whole simple command, redirections included
+    reason: str
+    dangerous: str | None = None
+    ask_reason: str | None = None
+    writes: list[Path] = field(default_factory=list)  # resolved output-redirect targets
+    cd: Path | None = None  # where a `cd` goes
+    # Extra facts for the permission decision and `codebelt check`.
+    argv_read_only: bool = False  # the program and its flags, ignoring redirections
+    full_text: str = ""  # argv joined (assignments stripped, wrappers kept)
+    reads: list[Path] = field(default_factory=list)  # files a read-only command reads
+    cwd: Path | None = None  # the directory it runs in
+    op: str = ""  # the operator after it
+    heredoc: bool = False
+
+    def to_dict(self) -> dict:
+        return {
+            "argv": self.argv, "rule_text": self.rule_text, "read_only": self.read_only,
+            "reason": self.reason, "dangerous": self.dangerous, "ask_reason": self.ask_reason,
+            "writes": [str(p) for p in self.writes], "reads": [str(p) for p in self.reads],
+            "cd": str(self.cd) if self.cd else None, "op": self.op,
+        }
+
+
+@dataclass
+class Analysis:
+    command: str
+    complex: str | None
+    commands: list[CommandVerdict]
+    read_only: bool
+    reason: str
+    too_long: bool
+    dangerous: str | None = None  # danger found anywhere (also inside complex scripts)
+
+
+def analyze(command: str, cwd: Path, workspace) -> Analysis:
+    too_long = len(command) > MAX_COMMAND_CHARS
+    if len(command) > _MAX_PARSE_CHARS:
+        reason = f"the command is {len(command):,} characters long, too long to analyse"
+        return Analysis(command, reason, [], False, reason, True, _danger.text_danger(command))
+    script = parse(command)
+    if script.complex:
+        found = _complex_danger(command, Path(cwd), workspace)
+        reason = f"complex command: {script.complex}"
+        return Analysis(command, script.complex, [], False, reason, too_long, found)
+    verdicts = _Walker(Path(cwd), workspace).run(script)
+    complex_reason = None
+    for v in verdicts:
+        if v.heredoc and not v.argv_read_only and command_name(v.argv[0] if v.argv else "") != "apply_patch":
+            complex_reason = f"a heredoc into `{v.rule_text.split(' ')[0] if v.rule_text else '?'}`"
+            break
+    found = next((v.dangerous for v in verdicts if v.dangerous), None) or _danger.text_danger(command)
+    read_only = complex_reason is None and all(v.read_only for v in verdicts)
+    if complex_reason:
+        reason = f"complex command: {complex_reason}"
+    elif read_only:
+        reason = "read-only: " + (", ".join(dict.fromkeys(v.rule_text.split(" ")[0] for v in verdicts if v.rule_text)) or "no command")
+    else:
+        reason = next(v.reason for v in verdicts if not v.read_only)
+    return Analysis(command, complex_reason, verdicts, read_only, reason, too_long, found)
+
+
+class _Walker:
+    def __init__(self, cwd: Path, workspace):
+        self.cwd = Path(os.path.realpath(cwd))
+        self.ws = workspace
+        self.env_tainted: str | None = None
+        self._dash_names: dict[Path, list[str]] = {}
+
+    def run(self, script: Script) -> list[CommandVerdict]:
+        out = [self.command(c) for c in script.commands]
+        # pipelines: downloader | interpreter
+        start = 0
+        for i, c in enumerate(script.commands):
+            if c.op not in ("|", "|&"):
+                seg = script.commands[start:i + 1]
+                if len(seg) > 1:
+                    d = _danger.pipeline_danger([s.argv for s in seg])
+                    if d:
+                        out[i].dangerous = out[i].dangerous or d
+                        out[i].read_only = out[i].argv_read_only = False
+                        out[i].reason = f"dangerous: {out[i].dangerous}"
+                start = i + 1
+        return out
+
+    def resolve(self, arg: str, base: Path | None = None) -> Path:
+        p = Path(arg)
+        if not p.is_absolute():
+            p = (base or self.cwd) / p
+        return Path(os.path.realpath(p))
+
+    def command(self, c: SimpleCommand) -> CommandVerdict:
+        u = unwrap(c.argv, c.assignments)
+        rule_text = " ".join(c.argv if u.problem else u.argv)
+        v = CommandVerdict(c.argv, rule_text, False, "", full_text=" ".join(c.argv), cwd=self.cwd, op=c.op, heredoc=c.heredoc)
+        globs = {i - u.offset for i in c.globs if i >= u.offset}
+        v.dangerous = _danger.dangerous(c.argv, c.assignments, self.cwd, self.ws, set(c.globs))
+        v.ask_reason = _danger.ask_reason(c.argv, c.assignments)
+        verdict_reason = self._argv_verdict(c, u, globs, v)
+        v.argv_read_only = verdict_reason is None
+        # redirections
+        write_reason = None
+        for r in c.redirects:
+            if r.kind == "write" and r.target is not None:
+                if r.target in _HARMLESS_TARGETS:
+                    continue
+                d = _danger.redirect_danger(r.target)
+                if d:
+                    v.dangerous = v.dangerous or d
+                try:
+                    path = self.resolve(r.target)
+                except (OSError, ValueError):
+                    path = Path(r.target)
+                v.writes.append(path)
+                write_reason = write_reason or f"`{r.op} {r.target}` writes {self.ws.relative(path)}"
+            elif r.kind == "read" and r.target and r.target not in _HARMLESS_READS:
+                v.reads.append(self.resolve(r.target))
+        if verdict_reason:
+            v.reason = verdict_reason
+        elif write_reason:
+            v.reason = write_reason
+        else:
+            v.read_only = True
+        if v.dangerous:
+            v.read_only = v.argv_read_only = False
+            v.reason = f"dangerous: {v.dangerous}"
+        return v
+
+    def _argv_verdict(self, c: SimpleCommand, u, globs: set[int], v: CommandVerdict) -> str | None:
+        """None when the program and its arguments are read-only, else why not."""
+        for name, _ in u.env:
+            if dangerous_env(name):
+                if not c.argv:
+                    self.env_tainted = name  # `PATH=/x; ls`: later commands see it
+                return f"sets {name}, which can make programs load or run other code"
+        if self.env_tainted and c.argv:
+            return f"runs after {self.env_tainted} was changed"
+        if u.problem:
+            return u.problem
+        if not u.argv:
+            return None
+        verdict = classify_argv(u.argv, u.extra_args)
+        if not verdict.read_only:
+            return verdict.reason
+        name = command_name(u.argv[0]) or ""
+        if name == "cd":
+            return self._cd(u.argv[1:], v)
+        if name == "git":
+            problem = self._git(u.argv)
+            if problem:
+                return problem
+        for i in sorted(globs):
+            if i < len(u.argv) and self._glob_may_be_option(u.argv[i]):
+                return f"the glob `{u.argv[i]}` matches a file whose name starts with `-` (it would be read as an option)"
+        for i in verdict.read_args:
+            if i < len(u.argv):
+                arg = u.argv[i]
+                if arg.startswith("-"):
+                    arg = arg.partition("=")[2]
+                if not arg or arg in _HARMLESS_READS:
+                    continue
+                if i in globs or any(ch in arg for ch in "*?["):
+                    arg = _danger._glob_base(arg)
+                try:
+                    v.reads.append(self.resolve(arg))
+                except (OSError, ValueError):
+                    return f"cannot resolve the path {arg!r}"
+        v.reason = verdict.reason
+        return None
+
+    def _cd(self, args: list[str], v: CommandVerdict) -> str | None:
+        ops = [a for a in args if not (a.startswith("-") and a != "-")]
+        if not ops:
+            target = Path(os.path.realpath(os.path.expanduser("~")))
+        elif ops[0] == "-":
+            v.cd = None
+            return "`cd -` goes to a directory we cannot see"
+        else:
+            target = self.resolve(ops[0])
+        v.cd = target
+        self.cwd = target
+        if not self.ws.is_inside(target):
+            return f"`cd` to {target}, outside the workspace"
+        return None
+
+    def _git(self, argv: list[str]) -> str | None:
+        _, _, cdir, _ = parse_git(argv)
+        d = self.cwd
+        if cdir is not None:
+            d = self.resolve(cdir)
+            if not self.ws.is_inside(d):
+                return f"`git -C {cdir}` runs git outside the workspace"
+        # A repository nested inside the workspace has a config the agent could have written
+        # (core.fsmonitor, core.pager … run programs): only the workspace's own repo is trusted.
+        p = d
+        while True:
+            if os.path.lexists(p / ".git"):
+                if p not in self.ws.roots and self.ws.is_inside(p):
+                    return f"git would use the repository at {self.ws.relative(p)}, not the workspace's own"
+                return None
+            if p in self.ws.roots or p.parent == p:
+                return None
+            p = p.parent
+
+    def _glob_may_be_option(self, pattern: str) -> bool:
+        if not pattern or pattern[0] not in "*?[":
+            return False
+        first = pattern.split("/", 1)[0]
+        names = self._dash_names.get(self.cwd)
+        if names is None:
+            try:
+                with os.scandir(self.cwd) as it:
+                    names = [e.name for e in it if e.name.startswith("-")]
+            except OSError:
+                names = []
+            self._dash_names[self.cwd] = names
+        return any(fnmatch.fnmatchcase(n, first) for n in names)
+
+
+def _complex_danger(text: str, cwd: Path, workspace) -> str | None:
+    """Best-effort danger scan of a script we could not flatten: every literal command in the
+    tree (inside subshells, functions, substitutions, loops) is checked on its own."""
+    found = _danger.text_danger(text)
+    if found:
+        return found
+    try:
+        from .parse import _parser, word_value
+
+        src = text.replace("\x00", " ").encode("utf-8", "surrogateescape")
+        root = _parser().parse(src).root_node
+    except Exception:  # noqa: BLE001 - a failed best-effort scan must not break analysis
+        return None
+    stack = [root]
+    seen = 0
+    pipelines: list = []
+    while stack and seen < 20_000:
+        node = stack.pop()
+        seen += 1
+        if node.type == "command":
+            argv: list[str] = []
+            for ch in node.children:
+                if ch.type == "variable_assignment":
+                    continue
+                target = ch.children[0] if ch.type == "command_name" and ch.children else ch
+                if not target.is_named or target.type.endswith("redirect"):
+                    continue
+                try:
+                    argv.append(word_value(target, src).value)
+                except Exception:  # noqa: BLE001 - an expansion: unknown word
+                    argv.append("\x00?")
+            if argv and argv[0] != "\x00?":
+                d = _danger.dangerous(argv, [], cwd, workspace)
+                if d:
+                    return d
+        if node.type == "pipeline":
+            pipelines.append(node)
+        stack.extend(node.children)
+    for p in pipelines:
+        names = []
+        for ch in p.children:
+            cmd = ch if ch.type == "command" else None
+            if cmd is not None and cmd.child_by_field_name("name") is not None:
+                names.append([cmd.child_by_field_name("name").text.decode("utf-8", "replace")])
+        d = _danger.pipeline_danger(names)
+        if d:
+            return d
+    return None
+
