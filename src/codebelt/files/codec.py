@@ -169,12 +169,24 @@ _UTF8_MULTIBYTE = re.compile(
 )
 
 
+# Legacy encodings we accept from charset-normalizer's guess (codecs.lookup names); in all of
+# them b"\n" is only ever a line feed, so the line index stays valid.
+LEGACY_ENCODINGS = frozenset({
+    "cp1252", "iso8859-1", "iso8859-15", "cp1250", "cp1251", "iso8859-2", "iso8859-5", "koi8-r",
+    "cp1253", "cp1254", "cp1257", "mac-roman", "cp437", "cp850",
+    "shift_jis", "cp932", "euc_jp", "gb2312", "gbk", "gb18030", "big5", "euc_kr", "cp949",
+})
+
+
 def _legacy_encoding(head: bytes) -> str | None:
     """A single-byte legacy encoding for text with no UTF-8 sequences at all, else None."""
     if _UTF8_MULTIBYTE.search(head):
         return None
     guess = None
+    high = len(head) - len(head.translate(None, bytes(range(0x80, 0x100))))
     try:
+        if high < 64:  # too little evidence to tell cp1250 from cp1252: take the Western reading
+            raise LookupError
         from charset_normalizer import from_bytes  # lazy: only for non-UTF-8 files
 
         best = from_bytes(head[:SNIFF_BYTES]).best()
@@ -182,11 +194,11 @@ def _legacy_encoding(head: bytes) -> str | None:
     except Exception:
         guess = None
     for enc in (guess, "cp1252"):
-        if not enc or enc.replace("-", "_").lower() in ("utf_8", "ascii"):
+        if not enc:
             continue
         try:
-            if codecs.lookup(enc).name.startswith("utf"):
-                continue
+            if codecs.lookup(enc).name not in LEGACY_ENCODINGS:
+                continue  # a guess outside the common ones is more often wrong than right
             # Must round-trip exactly and keep b"\n" a line feed, or Edit would corrupt the file.
             if head.decode(enc).encode(enc) == head and "\n".encode(enc) == b"\n":
                 return codecs.lookup(enc).name
