@@ -158,3 +158,22 @@ def test_bash_tool_refuses_when_required_sandbox_is_missing(make_session, no_bwr
     assert r.is_error and "Bash commands are refused" in r.text, r.text
     assert "internal error" not in r.text
     assert not (s.workspace.root / "ran.txt").exists()
+
+
+def test_timeout_leaves_nothing_running_in_the_sandbox(make_session, backend):
+    """Even a process that left the command's session (setsid) dies with the sandboxed command."""
+    import subprocess
+    import time
+    import uuid
+
+    tag = f"{uuid.uuid4().int % 1000}.{os.getpid() % 1000}"  # a sleep duration nobody else uses
+    s = make_session(sandbox=backend, mode="bypassPermissions")
+    r = s.call("Bash", {"command": f"setsid sleep 9{tag} & (sleep 8{tag} &); sleep 7{tag}", "timeout": 1500})
+    assert "timed out" in r.text, r.text
+    deadline = time.monotonic() + 10
+    while True:
+        left = subprocess.run(["pgrep", "-f", f"sleep [789]{tag}"], capture_output=True, text=True).stdout
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert left == "", f"still running after the timeout: {left}"
