@@ -90,6 +90,7 @@ class ProcessCap:
             return
         parent, why = find_pids_parent()
         if parent is not None:
+            _remove_stale_groups(parent)
             try:
                 group = parent / f"{name}-{os.getpid()}"
                 group.mkdir(exist_ok=True)
@@ -179,6 +180,18 @@ class ProcessCap:
                 except OSError:
                     time.sleep(0.02)
             self.cgroup = None
+
+
+def _remove_stale_groups(parent: Path) -> None:
+    """Remove empty session cgroups left by codebelt processes that died without closing."""
+    try:
+        groups = list(parent.glob("codebelt-*-*"))
+    except OSError:
+        return
+    for group in groups:
+        owner = group.name.rsplit("-", 1)[-1]
+        if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+            ProcessCap._remove_group(group)  # fails harmlessly if processes are still inside
 
 
 def rlimits(limits: Limits, nproc: int | None) -> list[tuple[int, tuple[int, int]]]:
