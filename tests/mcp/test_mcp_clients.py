@@ -202,3 +202,51 @@ async def test_concurrent_calls_each_get_their_own_answer(transport, era, projec
         if r.is_error or f"token-{i:03d}-end" not in text or others:
             wrong.append((i, text[:200]))
     assert not wrong, wrong[:5]
+
+
+@pytest.mark.parametrize("era", ["legacy", "auto"])
+async def test_concurrent_asks_reach_their_own_client(era, project, http_url):
+    """Two clients of one server (one Session) ask at the same time; each answer stays with its call."""
+    both_asked = anyio.Event()
+    asked: dict[str, list[str]] = {"yes": [], "no": []}
+
+    def elicitor(who: str):
+        async def elicit(context, params):
+            asked[who].append(params.message)
+            if len(asked["yes"]) and len(asked["no"]):
+                both_asked.set()
+            with anyio.fail_after(30):
+                await both_asked.wait()  # neither answers before both questions are out
+            if who == "yes":
+                return types.ElicitResult(action="accept", content={"approve": True})
+            return types.ElicitResult(action="decline")
+
+        return elicit
+
+    results: dict[str, types.CallToolResult] = {}
+    args = {"pattern": "secret", "path": str(project.outside), "output_mode": "content"}
+
+    async def run(who: str) -> None:
+        async with connect("http", era, project, http_url, elicitation_callback=elicitor(who)) as client:
+            results[who] = await client.call_tool("Grep", args)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run, "yes")
+        tg.start_soon(run, "no")
+    assert len(asked["yes"]) == 1 and len(asked["no"]) == 1
+    assert not results["yes"].is_error and "secret line" in results["yes"].content[0].text
+    assert results["no"].is_error and "declined by the user" in results["no"].content[0].text
+
+
+def test_calls_outside_mcp_keep_the_sessions_own_approver(project):
+    from codebelt.mcp import Bridge
+
+    questions = []
+    with Session(project.root, audit=False, load_user_settings=False,
+                 approver=lambda r: questions.append(r.tool) or True) as s:
+        bridge = Bridge(s)
+        try:
+            r = s.call("Grep", {"pattern": "secret", "path": str(project.outside), "output_mode": "content"})
+        finally:
+            bridge.close()
+    assert questions == ["Grep"] and "secret line" in r.text

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..permissions.approvers import ApprovalRequest
+    from ..permissions.approvers import ApprovalRequest, Approver
 
 # The key of our question in `InputRequiredResult.input_requests` / `input_responses`.
 APPROVAL_KEY = "codebelt.approval"
@@ -176,10 +176,19 @@ current_call: contextvars.ContextVar[CallScope | None] = contextvars.ContextVar(
 
 
 class ElicitationApprover:
-    """The Session's approver while it serves MCP: asks the client of the calling request."""
+    """The Session's approver while it serves MCP: asks the client of the calling request.
+
+    Calls made on the same Session outside any MCP request (a library user sharing it) go to
+    the approver the Session had before, if any.
+    """
+
+    def __init__(self, fallback: "Approver | None" = None):
+        self.fallback = fallback
 
     def __call__(self, request: "ApprovalRequest") -> bool:
         scope = current_call.get()
-        if scope is None:
-            raise ApprovalUnavailable("the call did not come from an MCP request, so nobody could be asked")
-        return scope.approve(request)
+        if scope is not None:
+            return scope.approve(request)
+        if self.fallback is not None:
+            return bool(self.fallback(request))
+        raise ApprovalUnavailable("the call did not come from an MCP request, so nobody could be asked")

@@ -87,7 +87,10 @@ class Bridge:
             max_workers=max_workers, thread_name_prefix="codebelt-mcp"
         )
         # While it serves MCP, the Session's `ask` decisions go to the client of each call.
-        session.approver = ElicitationApprover()
+        previous = session.approver
+        if isinstance(previous, ElicitationApprover):
+            previous = previous.fallback
+        session.approver = ElicitationApprover(fallback=previous)
         self.server: Server[Any] = Server(
             name,
             version=__version__,
