@@ -70,10 +70,6 @@ def load_for_edit(
         raise EditError(f"{show(path)} is not a regular file (device, FIFO or socket); it cannot be edited.")
     if path.suffix.lower() == ".ipynb":
         raise EditError(notebook_refusal(show(path)))
-    if not (st.st_size == 0 and first_old == ""):  # filling an empty file loses nothing
-        problem = states.check(path, st)
-        if problem:
-            raise EditError(problem)
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -84,6 +80,10 @@ def load_for_edit(
         fmt = sniff(data[:SNIFF_BYTES], at_eof=len(data) <= SNIFF_BYTES)
     except BinaryFile as b:
         raise EditError(f"{show(path)} is a binary file ({b.kind}); Edit only changes text files.") from None
+    if not (st.st_size == 0 and first_old == ""):  # filling an empty file loses nothing
+        problem = states.check(path, st)
+        if problem:
+            raise EditError(problem)
     try:
         text = fmt.decode(data)
     except UnicodeDecodeError as e:

@@ -245,6 +245,8 @@ def read_page(
                 index.extend(f, cancel=cancel)
         if start is None:
             return Page("", offset, offset - 1, 0, index.total_lines, None)
+        if start == 0 and fmt.bom:
+            start = len(fmt.bom)  # the BOM is not content
         f.seek(start)
         page = render_rows(f, fmt, offset, limit, max_chars)
     if page.next_offset is None:
