@@ -16,6 +16,9 @@ from pathlib import Path
 class AtomicWriteError(OSError):
     """Writing failed; the target is unchanged. `str()` is a sentence fit for the model."""
 
+    def __str__(self) -> str:  # OSError would prefix "[Errno N]"
+        return self.strerror or super().__str__()
+
 
 def _describe(err: OSError, path: Path) -> str:
     if err.errno == errno.ENOSPC:
@@ -43,6 +46,8 @@ def write_atomic(path: Path, data: bytes, *, mode: int | None = None, fsync: boo
         st = path.stat()
         keep_mode = stat.S_IMODE(st.st_mode)
         if not os.access(path, os.W_OK):
+            if _read_only_fs(path.parent):
+                raise AtomicWriteError(errno.EROFS, f"{path} is on a read-only file system")
             raise AtomicWriteError(errno.EACCES, f"{path} is read-only (mode {keep_mode:o})")
     except FileNotFoundError:
         keep_mode = None
@@ -93,3 +98,10 @@ def _fsync_dir(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _read_only_fs(directory: Path) -> bool:
+    try:
+        return bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False

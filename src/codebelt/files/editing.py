@@ -142,7 +142,8 @@ def apply_edits(
     try:
         write_atomic(path, data)
     except AtomicWriteError as e:
-        raise EditError(f"Could not write {show(path)}: {e}. The file is unchanged.") from None
+        reason = str(e).replace(str(path), show(path))
+        raise EditError(f"Could not write {show(path)}: {reason}. The file is unchanged.") from None
     try:
         states.record_write(path, data, fmt)
     except OSError:

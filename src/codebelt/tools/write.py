@@ -94,8 +94,10 @@ class Write(Tool):
         try:
             write_atomic(path, data)
         except AtomicWriteError as e:
+            reason = str(e).replace(str(path), rel)
             raise ToolError(
-                f"Could not write {rel}: {e}. The file is unchanged." if st else f"Could not create {rel}: {e}."
+                f"Could not write {rel}: {reason}. The file is unchanged." if st
+                else f"Could not create {rel}: {reason}."
             ) from None
         try:
             states.record_write(path, data, fmt)
