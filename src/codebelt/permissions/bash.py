@@ -88,7 +88,8 @@ def _decide_part(engine: "PermissionEngine", v: "CommandVerdict") -> Decision:
     elif _sandbox_auto_allow(engine):
         argv_decision = Decision.allow(f"allowed: `{_short(v.rule_text)}` runs in the sandbox", "sandbox")
     else:
-        argv_decision = _mode(engine, f"`{_short(v.rule_text or v.full_text)}` is not read-only ({v.reason})", v)
+        what = v.reason if v.reason.startswith("`") else f"`{_short(v.rule_text or v.full_text)}`: {v.reason}"
+        argv_decision = _mode(engine, what, v)
     for d in paths:
         if d.behavior == "deny":
             return d

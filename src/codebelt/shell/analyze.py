@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,7 @@ MAX_COMMAND_CHARS = 10_000  # longer commands always ask (SPEC §5)
 _MAX_PARSE_CHARS = 200_000  # beyond this we do not even parse; only text patterns are checked
 # Redirect targets that are not files.
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1", "/dev/fd/2"})
+_HOME_WORD = re.compile(r"""["']?\$\{?HOME\}?/?\*?["']?""")
 _HARMLESS_READS = frozenset({"/dev/null", "/dev/stdin", "/dev/zero", "/dev/urandom", "/dev/random", "-"})
 
 
@@ -195,6 +197,9 @@ class _Walker:
                     v.reads.append(self.resolve(arg))
                 except (OSError, ValueError):
                     return f"cannot resolve the path {arg!r}"
+        for value in verdict.read_values:
+            if value not in _HARMLESS_READS:
+                v.reads.append(self.resolve(os.path.expanduser(value)))
         v.reason = verdict.reason
         return None
 
@@ -277,7 +282,9 @@ def _complex_danger(text: str, cwd: Path, workspace) -> str | None:
                 try:
                     argv.append(word_value(target, src).value)
                 except Exception:  # noqa: BLE001 - an expansion: unknown word
-                    argv.append("\x00?")
+                    raw = src[target.start_byte:target.end_byte].decode("utf-8", "replace")
+                    # "$HOME", ${HOME}/ … count as ~; other unknown words are skipped by danger checks
+                    argv.append("~" if _HOME_WORD.fullmatch(raw) else "\x00?")
             if argv and argv[0] != "\x00?":
                 d = _danger.dangerous(argv, [], cwd, workspace)
                 if d:

@@ -17,7 +17,7 @@ from .readonly import command_name, parse_git, unwrap
 
 PRIVILEGE = frozenset({"sudo", "su", "doas", "pkexec", "runuser", "run0", "sg", "setpriv", "chroot", "nsenter", "unshare"})
 POWER = frozenset({"shutdown", "reboot", "halt", "poweroff"})
-DISK_TOOLS = frozenset({"mkswap", "fdisk", "sfdisk", "cfdisk", "parted", "wipefs", "shred", "blkdiscard", "mke2fs", "sgdisk"})
+DISK_TOOLS = frozenset({"mkswap", "fdisk", "sfdisk", "cfdisk", "parted", "wipefs", "blkdiscard", "mke2fs", "sgdisk"})
 DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c", "http", "https", "xh", "nc", "ncat", "socat"})
 INTERPRETERS = re.compile(r"^(?:(?:ba|z|da|k|c|tc|fi|mk|y|a)?sh|fish|python[0-9.]*|pypy[0-9.]*|perl[0-9.]*|ruby[0-9.]*|node|nodejs|deno|bun|php[0-9.]*|lua[0-9.]*|Rscript|osascript|pwsh|powershell|tclsh|wish|source|eval)$")
 BLOCK_DEVICES = re.compile(r"^/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|loop|md|dm-|mapper/|mem$|kmem$|port$|rdisk)")
@@ -93,6 +93,8 @@ def _rm(args: list[str], cwd: Path, workspace, globs: set[int]) -> str | None:
     force = "-f" in flags or any(f.startswith("--f") for f in flags)
     tmp = Path(os.path.realpath(tempfile.gettempdir()))
     for i, op in enumerate(operands):
+        if op.startswith("\x00"):
+            continue  # an expansion we could not read (best-effort scan of a complex script)
         is_glob = any(c in op for c in "*?[")
         bad = _catastrophic_target(op, cwd, workspace, is_glob)
         if bad is None:
@@ -196,6 +198,8 @@ def dangerous(argv: list[str], assignments, cwd: Path, workspace, globs: set[int
         return "`systemctl` powers off, restarts or isolates the machine"
     if name.startswith("mkfs") or name in DISK_TOOLS:
         return f"`{name}` can destroy a filesystem or disk"
+    if name == "shred" and any(a.startswith("/dev/") for a in args):
+        return "`shred` of a device"
     if name == "dd":
         return _dd(args)
     if name == "rm":

@@ -211,6 +211,8 @@ class Verdict:
     reason: str
     # Which operands are paths the command reads (indexes into the unwrapped argv).
     read_args: list[int] = field(default_factory=list)
+    # Option values that look like paths (`-f /etc/x`, `--file=~/x`): read too.
+    read_values: list[str] = field(default_factory=list)
 
 
 def _no(reason: str) -> Verdict:
@@ -254,7 +256,8 @@ def _generic(name: str, args: list[str], spec: Spec) -> Verdict:
         read_args = [o.index + 1 for o in ops]
         # option values that name files (`--file=/x`, `-f /x`) count too
         read_args += [i + 1 for i, a in enumerate(args) if a.startswith("-") and ("=/" in a or "=~" in a or "=.." in a)]
-    return Verdict(True, f"read-only: `{name}`", read_args)
+    values = [o.value for o in opts if o.value and o.value.startswith(("/", "~", ".."))]
+    return Verdict(True, f"read-only: `{name}`", read_args, values)
 
 
 _SPECS: dict[str, Spec] = {}

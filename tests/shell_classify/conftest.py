@@ -1,0 +1,62 @@
+"""A fixed workspace layout for the command table, and a permission engine built on it."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from codebelt.permissions.engine import PermissionEngine
+from codebelt.settings import Settings
+from codebelt.workspace import Workspace
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+_ESCAPES = re.compile(r"\\(\\|n|t|r|x[0-9a-fA-F]{2})")
+
+
+def unescape(text: str) -> str:
+    """The table's escapes: \\n \\t \\r \\\\ \\xHH; any other backslash is literal."""
+
+    def repl(m: re.Match[str]) -> str:
+        e = m.group(1)
+        return {"\\": "\\", "n": "\n", "t": "\t", "r": "\r"}.get(e) or chr(int(e[1:], 16))
+
+    return _ESCAPES.sub(repl, text)
+
+
+def load_table(name: str = "commands.tsv") -> list[tuple[str, str, str]]:
+    rows = []
+    for n, line in enumerate((FIXTURES / name).read_text(encoding="utf-8").split("\n"), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split("\t")
+        assert len(parts) == 3, f"{name}:{n}: expected 3 tab-separated columns, got {len(parts)}"
+        rows.append((unescape(parts[0]), parts[1], parts[2]))
+    return rows
+
+
+def build_layout(root: Path) -> Path:
+    (root / "src").mkdir(parents=True)
+    (root / "sub").mkdir()
+    (root / ".git" / "hooks").mkdir(parents=True)
+    (root / "nested" / ".git").mkdir(parents=True)
+    (root / "dash").mkdir()
+    (root / "dash" / "--pre=evil.sh").write_text("#!/bin/sh\nid\n")
+    (root / "a.py").write_text("print('a')\n")
+    (root / "README.md").write_text("# readme\n")
+    (root / "src" / "main.py").write_text("def main(): pass\n")
+    os.symlink("/etc/hosts", root / "link")
+    return root
+
+
+@pytest.fixture(scope="session")
+def layout(tmp_path_factory) -> Path:
+    return build_layout(Path(os.path.realpath(tmp_path_factory.mktemp("cls") / "ws")))
+
+
+def make_engine(root: Path, mode: str = "default", settings: dict | None = None) -> PermissionEngine:
+    data = {"sandbox": {"mode": "off"}, **(settings or {})}
+    s = Settings([("test settings", data)])
+    return PermissionEngine(s, Workspace(root), mode)
