@@ -90,3 +90,30 @@ def test_glob_equals_rg_files(corpus, make_session, pattern):
     assert not any(f.startswith(".git/") for f in r.data["filenames"])
     mtimes = [(corpus / f).stat().st_mtime_ns for f in r.data["filenames"]]
     assert mtimes == sorted(mtimes, reverse=True)
+
+
+# content mode has three strategies (see search.grep._content); each must give the same page
+STRATEGIES = {
+    "sorted rg within budget": dict(sorted_budget=60.0),
+    "parallel rg, sorted here": dict(sorted_budget=0.0),
+    "parallel overflow, sorted rg": dict(sorted_budget=0.0, sort_in_memory_bytes=1),
+}
+
+
+@pytest.mark.parametrize("pattern,offset,limit", [
+    ("import", 0, 250), ("import", 333, 100), (r"def \w+_header", 0, None), ("raise", 10**9, 5),
+])
+def test_content_strategies_agree(corpus, pattern, offset, limit):
+    from codebelt.search.grep import GrepQuery, grep
+
+    pages = {}
+    for name, kw in STRATEGIES.items():
+        q = GrepQuery(pattern, mode="content", offset=offset, limit=limit, max_chars=10**9)
+        o = grep(q, str(corpus), rg=RG, **kw)
+        assert not o.errors and not o.timed_out
+        pages[name] = [(ln.path, ln.number, ln.is_match, ln.text, ln.sep_before) for ln in o.lines]
+    first = next(iter(pages.values()))
+    assert all(p == first for p in pages.values()), {k: len(v) for k, v in pages.items()}
+    want = rg(corpus, "-n", "--sort=path", "-e", pattern)
+    end = None if limit is None else offset + limit
+    assert [f"{p}:{n}:{t}" for p, n, _, t, _ in first] == want[offset:end]

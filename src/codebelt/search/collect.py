@@ -64,7 +64,9 @@ class TopK:
 
     def add(self, key: tuple, item: object) -> None:
         self.seen += 1
-        if self.k is None or len(self.heap) < self.k:
+        if self.k is None:
+            self.heap.append(_Rev(key, item))  # keep all: sorted once at the end
+        elif len(self.heap) < self.k:
             heapq.heappush(self.heap, _Rev(key, item))
         elif self.k > 0 and key < self.heap[0].key:
             heapq.heapreplace(self.heap, _Rev(key, item))
@@ -104,24 +106,40 @@ class _Filtered(RecordReader):
 class NewestFiles(_Filtered):
     """Paths (`rg --files -0` or `rg -l -0`), newest first by mtime, ties by path.
 
-    Each path is stat'ed as it arrives, while rg keeps walking on the other cores.
+    Each path is stat'ed as it arrives, while rg keeps walking on the other cores; only the
+    best `keep` stay in memory. Paths stay bytes (and are stat'ed relative to a directory fd)
+    until the page is known: stat'ing is most of the cost of a big listing.
+    Use as a context manager (it holds that directory fd).
     """
 
     def __init__(self, cwd: str, keep: int | None, visible: Visible | None = None):
         super().__init__(cwd, visible, b"\0")
         self.top = TopK(keep)
+        self._fd: int | None = None
+
+    def __enter__(self) -> "NewestFiles":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def on_record(self, record: bytes, clipped: bool) -> bool:
         if not record or clipped:
             return True
-        rel = decode_path(record)
-        if not self._shown(rel):
+        if self.visible is not None and not self._shown(decode_path(record)):
             return True
+        if self._fd is None:
+            self._fd = os.open(self.cwd, os.O_RDONLY | os.O_DIRECTORY)
         try:
-            mtime = os.stat(os.path.join(self.cwd, rel)).st_mtime_ns
+            mtime = os.stat(record, dir_fd=self._fd).st_mtime_ns
         except OSError:
             mtime = 0  # vanished or unreadable: still a match, sorted last
-        self.top.add((-mtime, rel), rel)
+        self.top.add((-mtime, record), record)
         return True
 
     @property
@@ -129,12 +147,11 @@ class NewestFiles(_Filtered):
         return self.top.seen
 
     def paths(self) -> list[str]:
-        return self.top.sorted()
+        return [decode_path(r) for r in self.top.sorted()]
 
     def reset(self) -> None:
         super().reset()
         self.top.clear()
-
 
 class Counts(_Filtered):
     """`rg --count -0` records `path NUL N`, sorted by path; the total counts every file."""
@@ -283,7 +300,9 @@ class ContentLines(_Filtered):
             self.more = True
             return False
         self.lines.append(line)
-        self._page_chars += len(rel) + len(text) + 10
+        # a lower bound of the formatted length, so that stopping here always leaves the
+        # formatter more than max_chars to cut (and say so)
+        self._page_chars += len(rel) + len(text) + 3
         return True
 
     def page(self) -> list[Line]:

@@ -77,13 +77,13 @@ def glob_files(
     kill_grace: float = ripgrep.KILL_GRACE,
     cancel_event: threading.Event | None = None,
 ) -> GlobOutcome:
-    c = NewestFiles(cwd, limit, visible)
-    res = ripgrep.run(
-        build_args(pattern, hidden=hidden, include_ignored=include_ignored,
-                   extra_excludes=extra_excludes),
-        cwd, c, rg=rg, timeout=timeout, kill_grace=kill_grace, cancel_event=cancel_event,
-    )
-    out = GlobOutcome(files=c.paths(), total=c.total, hidden=c.hidden)
+    with NewestFiles(cwd, limit, visible) as c:
+        res = ripgrep.run(
+            build_args(pattern, hidden=hidden, include_ignored=include_ignored,
+                       extra_excludes=extra_excludes),
+            cwd, c, rg=rg, timeout=timeout, kill_grace=kill_grace, cancel_event=cancel_event,
+        )
+        out = GlobOutcome(files=c.paths(), total=c.total, hidden=c.hidden)
     out.timed_out, out.cancelled = res.timed_out, res.cancelled
     out.elapsed, out.returncode = res.elapsed, res.returncode
     if res.returncode not in (0, 1) and not res.stopped_early:

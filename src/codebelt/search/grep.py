@@ -6,15 +6,15 @@ and formats the `GrepOutcome`.
 Ordering, so that `offset` paging is stable between calls:
 - files_with_matches: newest first by mtime (ties by path);
 - count: by path;
-- content: by path, then line. rg first runs in parallel; if the whole result (up to the page
-  end) fits in memory it is sorted here. If it does not, rg is ended and run again with
-  `--sort path`, which is single-threaded but lets us stop as soon as the page is complete
-  (the total is then reported as "more than N").
+- content: by path, then line (see `_content`): `rg --sort path` for a short budget, then a
+  parallel scan sorted here, then `--sort path` again if the output is too big to sort here.
+  Whenever rg is stopped once the page is complete, the total is reported as "more than N".
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -22,6 +22,9 @@ from . import ripgrep
 from .collect import ContentLines, Counts, Line, NewestFiles, Visible
 
 Mode = Literal["content", "files_with_matches", "count"]
+
+SORTED_BUDGET = 0.06  # seconds of `rg --sort path` before switching to a parallel scan
+SORT_IN_MEMORY_BYTES = 2 << 20  # rg output kept for sorting here; beyond it, rg sorts
 
 
 @dataclass
@@ -117,6 +120,33 @@ def build_args(q: GrepQuery, target: str, *, sort_path: bool = False) -> list[st
     return args
 
 
+def _content(q: GrepQuery, cwd: str, target: str, visible: Visible | None, run,
+             sorted_budget: float, sort_bytes: int):
+    """Content mode, path-ordered so `offset` pages are stable between calls.
+
+    1. `rg --sort path` (single-threaded) for a short budget: dense matches fill the page
+       within milliseconds and rg is ended right there.
+    2. Past the budget, rg in parallel, keeping everything up to SORT_IN_MEMORY_BYTES of
+       output, sorted here: a sparse pattern costs one parallel scan.
+    3. More output than that: `rg --sort path` again, to the end of the page however long.
+    """
+    def ordered() -> ContentLines:
+        return ContentLines(cwd, offset=q.offset, limit=q.limit,
+                            max_chars=q.max_chars, ordered=True, visible=visible)
+
+    c = ordered()
+    res = run(build_args(q, target, sort_path=True), c, sorted_budget)
+    if not res.over_budget:
+        return c, res
+    c = ContentLines(cwd, offset=q.offset, limit=q.limit, max_chars=q.max_chars,
+                     ordered=False, visible=visible, cap=None, byte_cap=sort_bytes)
+    res = run(build_args(q, target), c)
+    if not c.overflow or res.timed_out or res.cancelled:
+        return c, res
+    c = ordered()
+    return c, run(build_args(q, target, sort_path=True), c)
+
+
 def grep(
     q: GrepQuery,
     cwd: str,
@@ -127,39 +157,38 @@ def grep(
     timeout: float = ripgrep.DEFAULT_TIMEOUT,
     kill_grace: float = ripgrep.KILL_GRACE,
     cancel_event: threading.Event | None = None,
+    sorted_budget: float = SORTED_BUDGET,
+    sort_in_memory_bytes: int = SORT_IN_MEMORY_BYTES,
 ) -> GrepOutcome:
-    """Run one search. `target` is relative to `cwd` (`.` or `./name`); results are too."""
-    run = lambda args, consumer: ripgrep.run(  # noqa: E731
-        args, cwd, consumer, rg=rg, timeout=timeout, kill_grace=kill_grace,
-        cancel_event=cancel_event,
-    )
+    """Run one search. `target` is relative to `cwd` (`.` or `./name`); results are too.
+
+    `sorted_budget` and `sort_in_memory_bytes` tune content mode's strategy (see `_content`);
+    every setting gives the same result.
+    """
+    started = time.monotonic()
+
+    def run(args: list[str], consumer: ripgrep.Consumer, budget: float | None = None):
+        left = max(timeout - (time.monotonic() - started), 0.05)
+        return ripgrep.run(args, cwd, consumer, rg=rg, timeout=left, kill_grace=kill_grace,
+                           cancel_event=cancel_event, budget=budget)
+
     keep = None if q.limit is None else q.offset + q.limit
     out = GrepOutcome(mode=q.mode)
     if q.mode == "files_with_matches":
-        c = NewestFiles(cwd, keep, visible)
-        res = run(build_args(q, target), c)
-        out.files, out.total, out.hidden = c.paths()[q.offset :], c.total, c.hidden
+        with NewestFiles(cwd, keep, visible) as c:
+            res = run(build_args(q, target), c)
+            out.files, out.total, out.hidden = c.paths()[q.offset :], c.total, c.hidden
     elif q.mode == "count":
         c2 = Counts(cwd, keep, visible)
         res = run(build_args(q, target), c2)
         out.counts, out.total = c2.entries()[q.offset :], c2.total_files
         out.total_matches, out.notes, out.hidden = c2.total_matches, c2.notes, c2.hidden
     else:
-        c3 = ContentLines(
-            cwd, offset=q.offset, limit=q.limit, max_chars=q.max_chars, ordered=False,
-            visible=visible, cap=keep,
-        )
-        res = run(build_args(q, target), c3)
-        if c3.overflow and not (res.timed_out or res.cancelled):
-            c3 = ContentLines(
-                cwd, offset=q.offset, limit=q.limit, max_chars=q.max_chars, ordered=True,
-                visible=visible,
-            )
-            first = res.elapsed
-            res = run(build_args(q, target, sort_path=True), c3)
-            res.elapsed += first
-            out.total_is_lower_bound = res.stopped_early
+        c3, res = _content(q, cwd, target, visible, run, sorted_budget,
+                           sort_in_memory_bytes)
+        out.total_is_lower_bound = res.stopped_early
         out.lines, out.total, out.notes, out.hidden = c3.page(), c3.count, c3.notes, c3.hidden
+    res.elapsed = time.monotonic() - started
     out.timed_out, out.cancelled = res.timed_out, res.cancelled
     out.elapsed, out.returncode = res.elapsed, res.returncode
     if res.returncode == 2 or (res.returncode not in (0, 1) and not res.stopped_early):

@@ -101,6 +101,7 @@ class RunResult:
     timed_out: bool = False
     cancelled: bool = False
     stopped_early: bool = False  # the consumer had enough and rg was ended on purpose
+    over_budget: bool = False  # ran past the caller's soft time budget and was ended
     retried_single_thread: bool = False
     elapsed: float = 0.0
     argv: list[str] = field(default_factory=list)
@@ -108,7 +109,9 @@ class RunResult:
     @property
     def complete(self) -> bool:
         """rg ran to the end on its own (exit 0 = matches, 1 = none, 2 = errors but ran)."""
-        return not (self.timed_out or self.cancelled or self.stopped_early) and self.returncode in (
+        return not (
+            self.timed_out or self.cancelled or self.stopped_early or self.over_budget
+        ) and self.returncode in (
             0,
             1,
             2,
@@ -144,20 +147,28 @@ def run(
     timeout: float = DEFAULT_TIMEOUT,
     kill_grace: float = KILL_GRACE,
     cancel_event: threading.Event | None = None,
+    budget: float | None = None,
 ) -> RunResult:
     """Run `rg ARGS` in `cwd`, streaming stdout into `consumer`. Never raises on rg failures:
-    the caller reads `returncode`, `errors`, `timed_out` … from the result."""
+    the caller reads `returncode`, `errors`, `timed_out` … from the result.
+
+    `budget` is a soft time limit in seconds for callers with a plan B: past it rg is ended
+    and `over_budget` is set (not an error, unlike `timeout`).
+    """
     binary = rg or locate()
-    result = _run_once(binary, list(args), cwd, consumer, timeout, kill_grace, cancel_event)
+    result = _run_once(
+        binary, list(args), cwd, consumer, timeout, kill_grace, cancel_event, budget
+    )
     if (
         result.returncode == 2
-        and not (result.timed_out or result.cancelled or result.stopped_early)
+        and not (result.timed_out or result.cancelled or result.stopped_early
+                 or result.over_budget)
         and _is_eagain(result.stderr)
     ):
         # EAGAIN is usually a transient thread-spawn failure: retry once, single-threaded.
         consumer.reset()
         retry = _run_once(
-            binary, ["-j1", *args], cwd, consumer, timeout, kill_grace, cancel_event
+            binary, ["-j1", *args], cwd, consumer, timeout, kill_grace, cancel_event, budget
         )
         retry.retried_single_thread = True
         retry.elapsed += result.elapsed
@@ -192,6 +203,7 @@ def _run_once(
     timeout: float,
     kill_grace: float,
     cancel_event: threading.Event | None,
+    budget: float | None = None,
 ) -> RunResult:
     argv = [binary, *args]
     started = time.monotonic()
@@ -211,6 +223,7 @@ def _run_once(
     result = RunResult(returncode=None, argv=argv)
     err = bytearray()
     deadline = started + timeout
+    soft = started + budget if budget is not None else None
     sel = selectors.DefaultSelector()
     assert proc.stdout is not None and proc.stderr is not None
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
@@ -226,7 +239,14 @@ def _run_once(
             if cancel_event is not None and cancel_event.is_set():
                 result.cancelled = True
                 break
-            wait = min(deadline - now, 0.1 if cancel_event is not None else deadline - now)
+            if soft is not None and now >= soft:
+                result.over_budget = True
+                break
+            wait = deadline - now
+            if cancel_event is not None:
+                wait = min(wait, 0.1)
+            if soft is not None:
+                wait = min(wait, soft - now)
             for key, _ in sel.select(timeout=max(wait, 0.0)):
                 fd = key.fd
                 data = os.read(fd, CHUNK)
@@ -245,7 +265,7 @@ def _run_once(
                     result.stopped_early = True
                     open_fds.clear()
                     break
-        if result.timed_out or result.cancelled or result.stopped_early:
+        if result.timed_out or result.cancelled or result.stopped_early or result.over_budget:
             _stop(proc, kill_grace)
         else:
             remaining = max(deadline - time.monotonic(), 0.0)
@@ -291,34 +311,31 @@ class RecordReader:
     def feed(self, data: bytes) -> bool:
         if self.done:
             return False
-        sep = self.sep
-        start = 0
-        while True:
-            i = data.find(sep, start)
-            if i < 0:
-                break
-            piece = data[start:i]
-            start = i + 1
-            if self._skipping:
-                rec, clipped = bytes(self._pending), True
-                self._skipping = False
-            elif self._pending:
-                self._pending += piece
-                rec, clipped = bytes(self._pending), False
-                if len(rec) > self.max_record:
-                    rec, clipped = rec[: self.max_record], True
+        parts = data.split(self.sep)
+        tail = parts.pop()  # after the last separator: an incomplete record (maybe empty)
+        limit = self.max_record
+        on_record = self.on_record
+        for i, piece in enumerate(parts):
+            clipped = False
+            if i == 0 and (self._pending or self._skipping):
+                if self._skipping:
+                    rec, clipped = bytes(self._pending), True
+                    self._skipping = False
+                else:
+                    self._pending += piece
+                    rec = bytes(self._pending)
+                self._pending.clear()
             else:
-                rec, clipped = piece, False
-                if len(rec) > self.max_record:
-                    rec, clipped = rec[: self.max_record], True
-            self._pending.clear()
-            if not self.on_record(rec, clipped):
+                rec = piece
+            if len(rec) > limit:
+                rec, clipped = rec[:limit], True
+            if not on_record(rec, clipped):
                 self.done = True
                 return False
-        if start < len(data) and not self._skipping:
-            self._pending += data[start:]
-            if len(self._pending) > self.max_record:
-                del self._pending[self.max_record :]
+        if tail and not self._skipping:
+            self._pending += tail
+            if len(self._pending) > limit:
+                del self._pending[limit:]
                 self._skipping = True
         return True
 
