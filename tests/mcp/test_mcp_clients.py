@@ -99,7 +99,7 @@ async def test_bash_progress_notifications(transport, era, project, http_url):
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         seen.append((progress, total, message))
 
-    script = "import time; [(print('tick', i, flush=True), time.sleep(0.8)) for i in range(3)]"
+    script = "import time; [(print('tick', i, flush=True), time.sleep(0.6)) for i in range(3)]"
     async with connect(transport, era, project, http_url) as client:
         r = await client.call_tool("Bash", {"command": f'python3 -u -c "{script}"'}, progress_callback=on_progress)
     assert not r.is_error, r.content[0].text
