@@ -40,6 +40,10 @@ def decide_analysis(engine: "PermissionEngine", a: "Analysis") -> Decision:
     whole = engine.match_command(text)
     if whole is not None and whole[0] == "deny":
         return _rule_decision(*whole)
+    for inner in a.inner_commands:  # literal commands inside a complex script: `(curl x)`
+        m = engine.match_command(inner)
+        if m is not None and m[0] == "deny" and m[1].specifier is not None:
+            return _rule_decision(*m)
     if a.complex is not None or a.too_long:
         what = (f"the command is {len(a.command):,} characters long (over 10,000)" if a.too_long
                 else f"complex command: {a.complex}")
@@ -98,6 +102,11 @@ def _decide_part(engine: "PermissionEngine", v: "CommandVerdict") -> Decision:
     for d in paths:
         if d.behavior == "ask":
             return d
+    if argv_decision.decided_by == "read-only":
+        # `ls > out.txt` allowed by acceptEdits or an Edit rule: say so rather than "read-only"
+        for d in paths:
+            if d.decided_by in ("rule", "mode", "sandbox"):
+                return d
     return argv_decision
 
 

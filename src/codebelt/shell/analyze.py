@@ -63,6 +63,8 @@ class Analysis:
     reason: str
     too_long: bool
     dangerous: str | None = None  # danger found anywhere (also inside complex scripts)
+    # For complex scripts: the literal commands found inside (best effort), for deny rules.
+    inner_commands: list[str] = field(default_factory=list)
 
 
 def analyze(command: str, cwd: Path, workspace) -> Analysis:
@@ -72,9 +74,10 @@ def analyze(command: str, cwd: Path, workspace) -> Analysis:
         return Analysis(command, reason, [], False, reason, True, _danger.text_danger(command))
     script = parse(command)
     if script.complex:
-        found = _complex_danger(command, Path(cwd), workspace)
+        inner: list[str] = []
+        found = _complex_danger(command, Path(cwd), workspace, inner)
         reason = f"complex command: {script.complex}"
-        return Analysis(command, script.complex, [], False, reason, too_long, found)
+        return Analysis(command, script.complex, [], False, reason, too_long, found, inner)
     verdicts = _Walker(Path(cwd), workspace).run(script)
     complex_reason = None
     for v in verdicts:
@@ -252,22 +255,20 @@ class _Walker:
         return any(fnmatch.fnmatchcase(n, first) for n in names)
 
 
-def _complex_danger(text: str, cwd: Path, workspace) -> str | None:
+def _complex_danger(text: str, cwd: Path, workspace, inner: list[str]) -> str | None:
     """Best-effort danger scan of a script we could not flatten: every literal command in the
     tree (inside subshells, functions, substitutions, loops) is checked on its own."""
-    found = _danger.text_danger(text)
-    if found:
-        return found
     try:
         from .parse import _parser, word_value
 
         src = text.replace("\x00", " ").encode("utf-8", "surrogateescape")
         root = _parser().parse(src).root_node
     except Exception:  # noqa: BLE001 - a failed best-effort scan must not break analysis
-        return None
+        return _danger.text_danger(text)
     stack = [root]
     seen = 0
     pipelines: list = []
+    found: str | None = _danger.text_danger(text)
     while stack and seen < 20_000:
         node = stack.pop()
         seen += 1
@@ -286,9 +287,11 @@ def _complex_danger(text: str, cwd: Path, workspace) -> str | None:
                     # "$HOME", ${HOME}/ … count as ~; other unknown words are skipped by danger checks
                     argv.append("~" if _HOME_WORD.fullmatch(raw) else "\x00?")
             if argv and argv[0] != "\x00?":
-                d = _danger.dangerous(argv, [], cwd, workspace)
-                if d:
-                    return d
+                inner.append(" ".join(a for a in argv if a != "\x00?"))
+                u = unwrap(argv)
+                if u.argv and u.argv != argv:
+                    inner.append(" ".join(a for a in u.argv if a != "\x00?"))
+                found = found or _danger.dangerous(argv, [], cwd, workspace)
         if node.type == "pipeline":
             pipelines.append(node)
         stack.extend(node.children)
@@ -298,8 +301,6 @@ def _complex_danger(text: str, cwd: Path, workspace) -> str | None:
             cmd = ch if ch.type == "command" else None
             if cmd is not None and cmd.child_by_field_name("name") is not None:
                 names.append([cmd.child_by_field_name("name").text.decode("utf-8", "replace")])
-        d = _danger.pipeline_danger(names)
-        if d:
-            return d
-    return None
+        found = found or _danger.pipeline_danger(names)
+    return found
 

@@ -1,0 +1,109 @@
+"""Rules and modes: settings + command → decision, through the real permission engine."""
+
+from __future__ import annotations
+
+import pytest
+
+from codebelt.permissions.requests import CommandRequest
+
+from .conftest import make_engine
+
+P = lambda **kw: {"permissions": {k: v for k, v in kw.items()}}  # noqa: E731
+
+# (settings, mode, command, expected decision, substring of the reason)
+CASES = [
+    ({}, "default", "ls", "allow", "read-only"),
+    (P(allow=["Bash(npm run test *)"]), "default", "npm run test", "allow", "Bash(npm run test *)"),
+    (P(allow=["Bash(npm run test *)"]), "default", "npm run test -- --watch", "allow", "rule"),
+    (P(allow=["Bash(npm run test *)"]), "default", "npm run testing", "ask", "not in the read-only set"),
+    (P(allow=["Bash(npm run test *)"]), "default", "npm run test && curl x", "ask", "curl"),
+    (P(allow=["Bash(npm run test *)"]), "default", "npm run test; $(curl x)", "ask", "complex"),
+    (P(allow=["Bash(npm run test:*)"]), "default", "npm run test foo", "allow", "rule"),
+    (P(allow=["Bash(ls *)"]), "default", "lsof", "ask", "lsof"),
+    (P(allow=["Bash(git status)"]), "default", "git status --short", "allow", "read-only"),
+    (P(allow=["Bash(git commit)"]), "default", "git commit -m x", "ask", "git commit"),
+    (P(allow=["Bash(git commit *)"]), "default", "timeout 60 git commit -m x", "allow", "rule"),
+    (P(allow=["Bash(make *)"]), "default", "FOO=1 make build", "allow", "rule"),
+    (P(deny=["Bash(curl *)"]), "default", "curl https://x", "deny", "denied by rule Bash(curl *) in test settings"),
+    (P(deny=["Bash(curl *)"]), "default", "ls && curl x", "deny", "Bash(curl *)"),
+    (P(deny=["Bash(curl *)"]), "default", "env curl x", "deny", "Bash(curl *)"),
+    (P(deny=["Bash(curl *)"]), "default", "timeout 5 curl x", "deny", "Bash(curl *)"),
+    (P(deny=["Bash(curl *)"]), "default", "(curl x)", "deny", "Bash(curl *)"),
+    (P(deny=["Bash(cat *)"]), "default", "cat a.py", "deny", "Bash(cat *)"),
+    (P(allow=["Bash(curl *)"], deny=["Bash(curl *)"]), "default", "curl x", "deny", "denied"),
+    (P(ask=["Bash(git push *)"]), "bypassPermissions", "git push", "ask", "Bash(git push *)"),
+    (P(allow=["Bash(git push *)"], ask=["Bash(git push *)"]), "default", "git push", "ask", "ask by rule"),
+    (P(allow=["Bash(git push *)"]), "default", "git push --force origin main", "ask", "protected"),
+    (P(allow=["Bash(git push *)"]), "default", "git push --force origin feat", "allow", "rule"),
+    (P(allow=["Bash(sudo *)"]), "default", "sudo apt update", "allow", "rule"),
+    (P(allow=["Bash"]), "default", "sudo apt update", "deny", "dangerous"),
+    (P(allow=["Bash"]), "default", "npm install", "allow", "Bash"),
+    (P(allow=["Bash(rm -rf /)"]), "default", "rm -rf /", "allow", "rule"),
+    (P(allow=["Bash(echo *)"]), "default", "echo x > /etc/passwd", "deny", "outside the workspace"),
+    (P(allow=["Bash(echo *)"]), "default", "echo x > out.txt", "ask", "out.txt"),
+    (P(allow=["Edit(out.txt)"]), "default", "echo x > out.txt", "allow", "Edit(out.txt)"),
+    (P(deny=["Read(./a.py)"]), "default", "cat a.py", "deny", "Read(./a.py)"),
+    (P(deny=["Edit(*.txt)"]), "acceptEdits", "ls > out.txt", "deny", "Edit(*.txt)"),
+    (P(allow=["Read(//etc/**)"]), "default", "cat /etc/hosts", "allow", "Read(//etc/**)"),
+    ({}, "acceptEdits", "ls > out.txt", "allow", "acceptEdits"),
+    ({}, "acceptEdits", "npm test", "ask", "npm"),
+    ({}, "plan", "ls", "allow", "read-only"),
+    ({}, "plan", "npm test", "deny", "plan"),
+    ({}, "plan", "ls > out.txt", "deny", "plan"),
+    ({}, "dontAsk", "npm test", "deny", "Bash(npm test *)"),
+    ({}, "dontAsk", "git push origin x", "deny", "Bash(git push *)"),
+    ({}, "dontAsk", "cat a.py", "allow", "read-only"),
+    ({}, "bypassPermissions", "npm install", "allow", "bypassPermissions"),
+    ({}, "bypassPermissions", "echo $(date)", "allow", "bypassPermissions"),
+    ({}, "bypassPermissions", "rm -rf /", "deny", "dangerous"),
+    ({}, "bypassPermissions", "curl x | sh", "deny", "dangerous"),
+    ({}, "bypassPermissions", "git push -f origin main", "ask", "protected"),
+    ({}, "default", "x" * 10_001, "ask", "10,000"),
+    (P(allow=["Bash(x*)"]), "default", "x" * 10_001, "allow", "rule"),
+    ({}, "default", "echo " + "x" * 10_000 + "; rm -rf /", "deny", "dangerous"),
+    (P(allow=["Bash(echo $(date))"]), "default", "echo $(date)", "allow", "rule"),
+    (P(ask=["Bash(echo *)"]), "default", "echo $(date)", "ask", "ask by rule"),
+    ({"sandbox": {"mode": "off", "autoAllowBash": True}}, "default", "npm test", "ask", "npm"),
+]
+
+
+@pytest.mark.parametrize("settings,mode,command,expected,reason", CASES,
+                         ids=[f"{i}:{c[1]}:{c[2][:30]}" for i, c in enumerate(CASES)])
+def test_rules_and_modes(layout, settings, mode, command, expected, reason):
+    engine = make_engine(layout, mode, settings)
+    d = engine.decide("Bash", [CommandRequest(command, layout)])
+    assert d.behavior == expected, d.reason
+    assert reason in d.reason, d.reason
+
+
+class _Active:
+    active = True
+
+
+@pytest.mark.parametrize("auto,command,expected", [
+    (True, "npm test", "allow"),
+    (True, "echo x > out.txt", "allow"),
+    (True, "rm -rf /", "deny"),
+    (True, "echo $(id)", "ask"),
+    (False, "npm test", "ask"),
+])
+def test_sandbox_auto_allow(layout, monkeypatch, auto, command, expected):
+    from codebelt.shell import sandbox
+
+    monkeypatch.setattr(sandbox, "status", lambda session: _Active())
+    engine = make_engine(layout, "default", {"sandbox": {"mode": "auto", "autoAllowBash": auto}})
+    engine.session = object()
+    d = engine.decide("Bash", [CommandRequest(command, layout)])
+    assert d.behavior == expected, d.reason
+
+
+def test_sandbox_failure_means_off(layout, monkeypatch):
+    from codebelt.shell import sandbox
+
+    def boom(session):
+        raise RuntimeError("probe failed")
+
+    monkeypatch.setattr(sandbox, "status", boom)
+    engine = make_engine(layout, "default", {"sandbox": {"mode": "auto"}})
+    engine.session = object()
+    assert engine.decide("Bash", [CommandRequest("npm test", layout)]).behavior == "ask"
