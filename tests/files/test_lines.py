@@ -136,3 +136,13 @@ def test_cache_is_bounded(tmp_path):
         p.write_text("x")
         cache.get(p, os.stat(p))
     assert len(cache._items) == cache.capacity
+
+
+@pytest.mark.parametrize("length", [5000, 5001, 12_000, 300_000, 700_001])
+def test_lines_longer_than_a_read_chunk_stream_correctly(tmp_path, length):
+    data = b"first\n" + ("\u00e9" * length).encode() + b"\r\nlast"
+    path = tmp_path / "f.txt"
+    path.write_bytes(data)
+    page = read_page(path, UTF8, LineIndex(path, len(data)), 1, 10**6, 10**9)
+    assert page.text.split("\n") == naive_rows(data)
+    assert page.next_offset is None and page.total_lines == 3

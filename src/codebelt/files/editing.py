@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Callable
 
 from .atomic import AtomicWriteError, write_atomic
-from .codec import SNIFF_BYTES, UTF8, BinaryFile, TextFormat, for_display, sniff
+from .codec import SNIFF_BYTES, UTF8, BinaryFile, TextFormat, apply_eol, for_display, sniff
 from .lines import format_row
 from .lookup import did_you_mean
-from .matching import EditError, replace
+from .matching import EditError, _find_all, _splice, replace
 from .state import MODIFIED, FileStates
 
 
@@ -30,7 +30,7 @@ class EditSpec:
 
 @dataclass
 class EditOutcome:
-    text: str
+    text: str | bytes  # the new content: decoded text, or the file's bytes (fast path)
     data: bytes
     fmt: TextFormat
     created: bool
@@ -51,13 +51,13 @@ def notebook_refusal(shown: str) -> str:
 
 def load_for_edit(
     path: Path, first_old: str, states: FileStates, show: Callable[[Path], str]
-) -> tuple[os.stat_result | None, str, TextFormat]:
-    """(stat, text, format) of the file to edit; (None, "", UTF8) for a file to create."""
+) -> tuple[os.stat_result | None, bytes, TextFormat]:
+    """(stat, bytes, format) of the file to edit; (None, b"", UTF8) for a file to create."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
         if first_old == "":
-            return None, "", UTF8
+            return None, b"", UTF8
         raise EditError(
             f"File does not exist: {show(path)}.{did_you_mean(path, show)} "
             "To create a new file, use Write (or Edit with an empty old_string)."
@@ -84,11 +84,7 @@ def load_for_edit(
         problem = states.check(path, st)
         if problem:
             raise EditError(problem)
-    try:
-        text = fmt.decode(data)
-    except UnicodeDecodeError as e:
-        raise EditError(f"{show(path)} cannot be decoded as {fmt.encoding} ({e.reason}); it was not changed.") from None
-    return st, text, fmt
+    return st, data, fmt
 
 
 def apply_edits(
@@ -98,8 +94,93 @@ def apply_edits(
     show: Callable[[Path], str],
 ) -> EditOutcome:
     """Apply every edit in order and write the result, or raise EditError having written nothing."""
-    st, text, fmt = load_for_edit(path, edits[0].old_string, states, show)
+    st, raw, fmt = load_for_edit(path, edits[0].old_string, states, show)
     created = st is None
+    fast = _exact_on_bytes(raw, fmt, edits)
+    if fast is not None:
+        data, counts, (lo, hi) = fast
+        text: str | bytes = data
+        hows = ["exact"] * len(edits)
+    else:
+        try:
+            text = fmt.decode(raw)
+        except UnicodeDecodeError as e:
+            raise EditError(
+                f"{show(path)} cannot be decoded as {fmt.encoding} ({e.reason}); it was not changed."
+            ) from None
+        text, counts, hows, (lo, hi) = _apply_on_text(text, fmt, edits)
+        try:
+            data = fmt.encode(text)
+        except UnicodeEncodeError as e:
+            bad = text[e.start:e.end]
+            raise EditError(
+                f"The new text contains {bad!r}, which the file's encoding ({fmt.encoding}) cannot "
+                "represent. Use characters the encoding has, or convert the file with Write."
+            ) from None
+    if st is not None:
+        try:
+            now = os.stat(path)
+        except FileNotFoundError:
+            raise EditError(f"{show(path)} was deleted. {MODIFIED}") from None
+        if (now.st_mtime_ns, now.st_size) != (st.st_mtime_ns, st.st_size):
+            raise EditError(MODIFIED)
+    try:
+        write_atomic(path, data)
+    except AtomicWriteError as e:
+        reason = str(e).replace(str(path), show(path))
+        raise EditError(f"Could not write {show(path)}: {reason}. The file is unchanged.") from None
+    try:
+        states.record_write(path, data, fmt)
+    except OSError:
+        states.forget(path)
+    return EditOutcome(text, data, fmt, created, counts, hows, (lo, hi))
+
+
+# Encodings where an exact byte match of an encoded needle is an exact text match (UTF-8 is
+# self-synchronising; single-byte encodings map characters to bytes one to one).
+_BYTE_SAFE = {"utf-8", "cp1252", "iso8859-1", "iso8859-15", "cp1250", "cp1251", "iso8859-2",
+              "iso8859-5", "koi8-r", "cp1253", "cp1254", "cp1257", "mac-roman", "cp437", "cp850"}
+
+
+def _exact_on_bytes(raw: bytes, fmt: TextFormat, edits: list[EditSpec]):
+    """The common case without decoding the file: every edit matches exactly (or after LF→CRLF)
+    and uniquely (or replace_all). Returns (bytes, counts, region) or None to take the text path,
+    which also produces every error message."""
+    if fmt.encoding not in _BYTE_SAFE:
+        return None
+    body = raw[len(fmt.bom):] if fmt.bom and raw.startswith(fmt.bom) else raw
+    counts: list[int] = []
+    lo = hi = None
+    try:
+        for e in edits:
+            if not e.old_string or e.old_string == e.new_string:
+                return None
+            new = apply_eol(e.new_string, "\r\n") if fmt.eol == "\r\n" else e.new_string
+            new_b = new.encode(fmt.encoding, fmt.errors)
+            old_b = e.old_string.encode(fmt.encoding, fmt.errors)
+            starts = _find_all(body, old_b)
+            if not starts and "\n" in e.old_string and b"\r\n" in body:
+                old_b = apply_eol(e.old_string, "\r\n").encode(fmt.encoding, fmt.errors)
+                new_b = apply_eol(e.new_string, "\r\n").encode(fmt.encoding, fmt.errors)
+                starts = _find_all(body, old_b)
+            if not starts or (len(starts) > 1 and not e.replace_all):
+                return None
+            out, end = _splice(body, starts, len(old_b), new_b)
+            delta = len(out) - len(body)
+            if lo is None:
+                lo, hi = starts[0], end
+            else:
+                lo = min(lo if lo < starts[0] else lo + delta, starts[0])
+                hi = max(hi + delta if hi > starts[0] else hi, end)
+            body = out
+            counts.append(len(starts))
+    except UnicodeEncodeError:
+        return None
+    shift = len(fmt.bom) if fmt.bom and raw.startswith(fmt.bom) else 0
+    return (raw[:shift] + body, counts, (lo + shift, hi + shift))
+
+
+def _apply_on_text(text: str, fmt: TextFormat, edits: list[EditSpec]):
     counts: list[int] = []
     hows: list[str] = []
     lo = hi = None
@@ -124,66 +205,47 @@ def apply_edits(
         text = applied.text
         counts.append(applied.count)
         hows.append(applied.how)
-    try:
-        data = fmt.encode(text)
-    except UnicodeEncodeError as e:
-        bad = text[e.start:e.end]
-        raise EditError(
-            f"The new text contains {bad!r}, which the file's encoding ({fmt.encoding}) cannot "
-            "represent. Use characters the encoding has, or convert the file with Write."
-        ) from None
-    if st is not None:
-        try:
-            now = os.stat(path)
-        except FileNotFoundError:
-            raise EditError(f"{show(path)} was deleted. {MODIFIED}") from None
-        if (now.st_mtime_ns, now.st_size) != (st.st_mtime_ns, st.st_size):
-            raise EditError(MODIFIED)
-    try:
-        write_atomic(path, data)
-    except AtomicWriteError as e:
-        reason = str(e).replace(str(path), show(path))
-        raise EditError(f"Could not write {show(path)}: {reason}. The file is unchanged.") from None
-    try:
-        states.record_write(path, data, fmt)
-    except OSError:
-        states.forget(path)
-    return EditOutcome(text, data, fmt, created, counts, hows, (lo or 0, hi or 0))
+    return text, counts, hows, (lo or 0, hi or 0)
 
 
-def snippet(text: str, lo: int, hi: int, context: int = 3, max_rows: int = 40, width: int = 500) -> str:
-    """`cat -n` rows around text[lo:hi] (the edited region) with a few lines of context."""
-    first = text.count("\n", 0, lo) + 1
-    last = first + text.count("\n", lo, max(lo, hi - 1))
+def snippet(text: str | bytes, lo: int, hi: int, context: int = 3, max_rows: int = 40,
+            width: int = 500, encoding: str = "utf-8") -> str:
+    """`cat -n` rows around text[lo:hi] (the edited region) with a few lines of context.
+
+    Works on the decoded text or on the file's bytes (the fast path never decodes the file)."""
+    nl = b"\n" if isinstance(text, bytes) else "\n"
+    first = text.count(nl, 0, lo) + 1
+    last = first + text.count(nl, lo, max(lo, hi - 1))
     # Walk back `context` lines from the edited line (cheap even deep inside a big file).
-    pos = text.rfind("\n", 0, lo) + 1
+    pos = text.rfind(nl, 0, lo) + 1
     start = first
     for _ in range(context):
         if pos == 0:
             break
-        pos = text.rfind("\n", 0, pos - 1) + 1
+        pos = text.rfind(nl, 0, pos - 1) + 1
         start -= 1
     rows: list[str] = []
     end_line = last + context
     line = start
     omitted = 0
     while line <= end_line:
-        nl = text.find("\n", pos)
-        if nl == -1 and pos == len(text) and line > 1:
+        at = text.find(nl, pos)
+        if at == -1 and pos == len(text) and line > 1:
             break  # the text ends with a newline: no further line
-        raw = text[pos:] if nl == -1 else text[pos:nl]
-        if raw.endswith("\r"):
-            raw = raw[:-1]
+        raw = text[pos:] if at == -1 else text[pos:at]
         if len(rows) < max_rows:
-            shown = for_display(raw)
+            shown = raw.decode(encoding, "replace") if isinstance(raw, bytes) else for_display(raw)
+            shown = shown.removesuffix("\r")
+            if line == 1:
+                shown = shown.removeprefix("\ufeff")  # the fast path keeps the BOM in the bytes
             if len(shown) > width:
                 shown = shown[:width] + f"… [{len(shown) - width} more characters]"
             rows.append(format_row(str(line), shown))
         else:
             omitted += 1
-        if nl == -1:
+        if at == -1:
             break
-        pos = nl + 1
+        pos = at + 1
         line += 1
     if omitted:
         rows.append(f"… [{omitted} more lines not shown]")

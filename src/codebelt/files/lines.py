@@ -155,59 +155,80 @@ def _line_pieces(f):
             return
 
 
+FAST_CHUNK = 256 * 1024  # lines are split from chunks this size; longer lines are streamed
+
+
 def render_rows(f, fmt: TextFormat, first_line: int, limit: int, max_chars: int) -> Page:
-    """Rows from the current position of `f` (a buffered binary file at the start of a line)."""
+    """Rows from the current position of `f` (a buffered binary file at the start of a line).
+
+    Lines are cut from 256 KB chunks with bytes.split and decoded one by one; a line longer than
+    a chunk is streamed in pieces, so even a 2 GB single line costs only what is shown."""
     out: list[str] = []
-    used = 0
-    rows = 0
-    line = first_line - 1
-    stopped_by = None
-    cut_line = None
+    used = rows = 0
+    stopped_by: str | None = None
+    cut_line: int | None = None
+    line = first_line - 1  # the line being rendered
     last_shown = first_line - 1
+    encoding = fmt.encoding
+
+    def emit(number: str, text: str) -> bool:
+        nonlocal used, rows, stopped_by, last_shown
+        rendered = f"{number:>6}\t{text}"
+        if rows >= limit:
+            stopped_by = "limit"
+        elif used + len(rendered) + 1 > max_chars and rows > 0:
+            stopped_by = "budget"
+        if stopped_by:
+            return False
+        out.append(rendered)
+        used += len(rendered) + 1
+        rows += 1
+        last_shown = line
+        return True
+
+    def emit_line(text: str) -> bool:
+        nonlocal cut_line
+        if len(text) <= MAX_LINE_CHARS:
+            return emit(str(line), text)
+        for k in range(0, len(text), MAX_LINE_CHARS):
+            if not emit(str(line) if k == 0 else f"{line}.{k // MAX_LINE_CHARS}", text[k:k + MAX_LINE_CHARS]):
+                if k:
+                    cut_line = line
+                return False
+        return True
+
+    pos = f.tell()
     done = False
     while not done:
-        pieces = _line_pieces(f)
-        try:
-            first_piece = next(pieces)
-        except StopIteration:
-            break  # end of file
-        line += 1
-
-        def chain(first=first_piece, rest=pieces):
-            yield first
-            yield from rest
-
-        shown_rows_of_line = 0
-        got_any = False
-        for k, row in enumerate(_rows_of_line(chain(), fmt)):
-            got_any = True
-            number = str(line) if k == 0 else f"{line}.{k}"
-            rendered = format_row(number, row)
-            if rows >= limit:
-                stopped_by = "limit"
-            elif used + len(rendered) + 1 > max_chars and rows > 0:
-                stopped_by = "budget"
-            if stopped_by:
-                if shown_rows_of_line:
-                    cut_line = line
+        f.seek(pos)
+        data = f.read(FAST_CHUNK)
+        if not data:
+            break
+        at_eof = len(data) < FAST_CHUNK
+        parts = data.split(b"\n")
+        tail = parts.pop()
+        if at_eof and tail:
+            parts.append(tail)  # the last line has no newline
+        if not parts:
+            # One line longer than a chunk: stream it in pieces.
+            line += 1
+            f.seek(pos)
+            for k, row in enumerate(_rows_of_line(_line_pieces(f), fmt)):
+                if not emit(str(line) if k == 0 else f"{line}.{k}", row):
+                    if k:
+                        cut_line = line
+                    done = True
+                    break
+            pos = f.tell()
+            continue
+        for raw in parts:
+            line += 1
+            if not emit_line(raw.removesuffix(b"\r").decode(encoding, "replace")):
                 done = True
                 break
-            out.append(rendered)
-            used += len(rendered) + 1
-            rows += 1
-            shown_rows_of_line += 1
-            last_shown = line
-        if not got_any:  # an empty line
-            if rows >= limit:
-                stopped_by = "limit"
-            elif used + 8 > max_chars and rows > 0:
-                stopped_by = "budget"
-            if stopped_by:
-                break
-            out.append(format_row(str(line), ""))
-            used += 8
-            rows += 1
-            last_shown = line
+            pos += len(raw) + 1
+        if at_eof:
+            break
     next_offset = None
     if stopped_by:
         if cut_line is not None and cut_line == first_line:

@@ -102,15 +102,15 @@ def _splice(text: str, starts: list[int], length: int, new: str | list[str]) -> 
         end += (s - prev) + len(rep)
         prev = s + length
     parts.append(text[prev:])
-    return "".join(parts), end
+    return type(text)().join(parts), end
 
 
 def _attempts(text: str, old: str, new: str, eol: str):
     """(needle, replacement, haystack, how) in the order they are tried."""
-    crlf_file = "\r\n" in text
     # In a CRLF file, new text gets CRLF too (the model writes LF).
     base_new = apply_eol(new, "\r\n") if eol == "\r\n" else new
     yield old, base_new, text, "exact"
+    crlf_file = "\r\n" in text
     if crlf_file and "\n" in old:
         yield apply_eol(old, "\r\n"), apply_eol(new, "\r\n"), text, "line endings"
     norm_text = None

@@ -43,7 +43,7 @@ def describe_outcome(rel: str, outcome: EditOutcome) -> str:
         head += f" (old_string matched after normalising: {', '.join(tolerant)}.)"
     lo, hi = outcome.region
     return f"{head} Here's the result of running `cat -n` on a snippet of the edited file:\n" + snippet(
-        outcome.text, lo, hi
+        outcome.text, lo, hi, encoding=outcome.fmt.encoding
     )
 
 

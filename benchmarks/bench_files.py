@@ -1,0 +1,202 @@
+"""File tools benchmark: deep page of a ~500 MB file, cached second page, one-line Edit of a
+50 MB file, and `codebelt call Read` cold start — each next to its shell baseline, in one run.
+
+    .venv/bin/python benchmarks/bench_files.py [--quick]
+
+The corpus is generated once under benchmarks/.corpus/ (gitignored) and reused. `--quick` uses a
+~50 MB file with the page at line 500,000 (for a fast smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CORPUS = HERE / ".corpus"
+SCRIPTS = Path(sysconfig.get_path("scripts"))
+PY = sys.executable
+
+
+def make_lines_file(path: Path, lines: int) -> Path:
+    """`lines` numbered lines of ~95 bytes (deterministic), written in big chunks."""
+    if path.exists() and path.stat().st_size > 0:
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    filler = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt"
+    tmp = path.with_suffix(".partial")
+    with open(tmp, "w") as f:
+        step = 100_000
+        for start in range(1, lines + 1, step):
+            f.write("".join(
+                f"{i:09d} {filler[: 40 + i % 45]}\n" for i in range(start, min(start + step, lines + 1))
+            ))
+    tmp.rename(path)
+    return path
+
+
+def best(fn, runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def tail_head(path: Path, start: int, count: int) -> bytes:
+    tail = subprocess.Popen(["tail", "-n", f"+{start}", str(path)], stdout=subprocess.PIPE, start_new_session=True)
+    head = subprocess.run(["head", "-n", str(count)], stdin=tail.stdout, capture_output=True, timeout=120)
+    tail.stdout.close()
+    tail.wait(timeout=120)
+    return head.stdout
+
+
+CHILD = r"""
+import json, resource, sys, time
+path, offset, limit, nearby = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+from codebelt import Session
+s = Session(root=str(__import__('pathlib').Path(path).parent), audit=False, load_user_settings=False)
+t = time.perf_counter()
+r1 = s.call("Read", {"file_path": path, "offset": offset, "limit": limit})
+first = time.perf_counter() - t
+t = time.perf_counter()
+r2 = s.call("Read", {"file_path": path, "offset": nearby, "limit": limit})
+second = time.perf_counter() - t
+assert not r1.is_error and not r2.is_error, (r1.text[:300], r2.text[:300])
+rows = r1.text.split("\n\n[")[0].split("\n")
+print(json.dumps({"first": first, "second": second, "rows": len(rows), "first_row": rows[0],
+                  "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+s.close()
+"""
+
+
+def deep_read(path: Path, offset: int, limit: int, runs: int) -> dict:
+    results = []
+    for _ in range(runs):
+        out = subprocess.run(
+            [PY, "-c", CHILD, str(path), str(offset), str(limit), str(offset + 3 * limit)],
+            capture_output=True, text=True, timeout=600, start_new_session=True,
+        )
+        if out.returncode != 0:
+            raise SystemExit(f"child failed: {out.stderr[-2000:]}")
+        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    return {
+        "first": min(r["first"] for r in results),
+        "second": min(r["second"] for r in results),
+        "maxrss_mb": max(r["maxrss_mb"] for r in results),
+        "rows": results[0]["rows"],
+        "first_row": results[0]["first_row"],
+    }
+
+
+def edit_vs_cp(src: Path, runs: int) -> dict:
+    from codebelt import Session
+
+    work = Path(tempfile.mkdtemp(prefix="bench-files-", dir=CORPUS))
+    try:
+        target = work / "edit.txt"
+        copy = work / "copy.txt"
+        edit_times, cp_times, cp_sync_times = [], [], []
+        mid_line = None
+        for i in range(runs):
+            shutil.copyfile(src, target)
+            with open(target, "rb") as f:
+                f.seek(target.stat().st_size // 2)
+                f.readline()
+                mid_line = f.readline().decode().rstrip("\n")
+            with Session(root=work, audit=False, load_user_settings=False, mode="acceptEdits") as s:
+                s.call("Read", {"file_path": "edit.txt", "limit": 10})
+                t = time.perf_counter()
+                r = s.call("Edit", {"file_path": "edit.txt", "old_string": mid_line,
+                                    "new_string": mid_line.upper() + f" edited {i}"})
+                edit_times.append(time.perf_counter() - t)
+                assert not r.is_error, r.text
+            t = time.perf_counter()
+            subprocess.run(["cp", str(src), str(copy)], check=True, timeout=120)
+            cp_times.append(time.perf_counter() - t)
+            copy.unlink()
+            t = time.perf_counter()
+            subprocess.run(["cp", str(src), str(copy)], check=True, timeout=120)
+            fd = os.open(copy, os.O_RDONLY)
+            os.fsync(fd)
+            os.close(fd)
+            cp_sync_times.append(time.perf_counter() - t)
+            copy.unlink()
+        return {"edit": min(edit_times), "cp": min(cp_times), "cp_fsync": min(cp_sync_times)}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def cold_start(runs: int) -> dict:
+    work = Path(tempfile.mkdtemp(prefix="bench-cold-", dir=CORPUS))
+    try:
+        (work / "README.md").write_text("# hello\n" * 20)
+        codebelt = SCRIPTS / "codebelt"
+        argv = [str(codebelt), "call", "--root", str(work), "Read", '{"file_path": "README.md", "limit": 5}']
+        t_cb = best(lambda: subprocess.run(argv, capture_output=True, timeout=60, check=True), runs)
+        t_py = best(lambda: subprocess.run([PY, "-c", "pass"], capture_output=True, timeout=60), runs)
+        t_cat = best(lambda: subprocess.run(["head", "-n", "5", str(work / "README.md")], capture_output=True, timeout=60), runs)
+        imp = subprocess.run([PY, "-X", "importtime", str(codebelt), *argv[1:]], capture_output=True, text=True, timeout=60)
+        modules = {line.split("|")[-1].strip().split(".")[0] for line in imp.stderr.splitlines() if "|" in line}
+        heavy = sorted(m for m in ("mcp", "PIL", "pypdf", "charset_normalizer") if m in modules)
+        return {"codebelt": t_cb, "python": t_py, "head": t_cat, "heavy": heavy}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="~50 MB corpus, page at line 500,000")
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    if args.quick:
+        big, lines, offset = CORPUS / "lines_50mb.txt", 550_000, 500_000
+    else:
+        big, lines, offset = CORPUS / "lines_500mb.txt", 5_300_000, 5_000_000
+    limit = 2000
+    t = time.perf_counter()
+    make_lines_file(big, lines)
+    mid = make_lines_file(CORPUS / "lines_50mb.txt", 550_000)
+    print(f"corpus ready in {time.perf_counter() - t:.1f}s: {big.name} {big.stat().st_size / 1e6:.0f} MB, "
+          f"{mid.name} {mid.stat().st_size / 1e6:.0f} MB", flush=True)
+
+    tail_head(big, offset, limit)  # warm the page cache so both sides read from memory
+    t_tail = best(lambda: tail_head(big, offset, limit), args.runs)
+    expected_first = tail_head(big, offset, 1).decode().rstrip("\n")
+    deep = deep_read(big, offset, limit, args.runs)
+    assert deep["first_row"] == f"{offset:>6}\t{expected_first}", (deep["first_row"], expected_first)
+    ev = edit_vs_cp(mid, max(args.runs, 3))
+    cold = cold_start(5)
+
+    rows = [
+        ("Read 2,000 lines at line {:,} (fresh process)".format(offset), deep["first"], "tail | head", t_tail,
+         "goal ≤ 2×"),
+        ("Read of a nearby page (cached line index)", deep["second"], "first Read", deep["first"], "goal ≥ 10× faster"),
+        ("Edit one line, 50 MB file (with fsync)", ev["edit"], "cp", ev["cp"], "goal ≤ 2×"),
+        ("  same Edit", ev["edit"], "cp + fsync", ev["cp_fsync"], ""),
+        ("codebelt call Read cold start", cold["codebelt"], "python -c pass", cold["python"], "report"),
+    ]
+    print()
+    print(f"{'measurement':<48} {'codebelt':>10} {'baseline':>16} {'':>10} {'ratio':>8}  note")
+    for name, ours, base_name, base, note in rows:
+        ratio = ours / base if base else float("nan")
+        print(f"{name:<48} {ours * 1000:>8.1f}ms {base_name:>16} {base * 1000:>8.1f}ms {ratio:>7.2f}×  {note}")
+    print()
+    print(f"peak RSS of the Read process: {deep['maxrss_mb']:.1f} MB (goal < 100 MB); rows returned: {deep['rows']}")
+    print(f"second page speed-up: {deep['first'] / deep['second']:.0f}×")
+    print(f"heavy modules imported by `codebelt call Read`: {cold['heavy'] or 'none'}; "
+          f"`head -n 5` takes {cold['head'] * 1000:.1f}ms")
+
+
+if __name__ == "__main__":
+    main()
