@@ -12,7 +12,15 @@ def _inline(node: Any, defs: dict[str, Any]) -> Any:
             target = defs[ref.split("/")[-1]]
             merged = {**_inline(target, defs), **{k: v for k, v in node.items() if k != "$ref"}}
             return _inline(merged, defs)
-        return {k: _inline(v, defs) for k, v in node.items() if k not in ("title", "$defs")}
+        out = {}
+        for k, v in node.items():
+            if k in ("title", "$defs"):
+                continue  # schema keywords only: property names are handled below
+            if k == "properties" and isinstance(v, dict):
+                out[k] = {name: _inline(prop, defs) for name, prop in v.items()}
+            else:
+                out[k] = _inline(v, defs)
+        return out
     if isinstance(node, list):
         return [_inline(v, defs) for v in node]
     return node

@@ -7,6 +7,7 @@ decision (ask → approver) → tool.run → budget → audit → ToolResult.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import shutil
 import tempfile
@@ -21,7 +22,7 @@ from pydantic import ValidationError
 from . import budget
 from .coerce import coerce_input, describe_validation_error
 from .errors import PathError, UnknownToolError
-from .permissions.approvers import Approver, ApprovalRequest
+from .permissions.approvers import ApprovalRefused, Approver, ApprovalRequest
 from .permissions.decision import Decision
 from .permissions.engine import PermissionEngine
 from .settings import Settings, load_settings
@@ -176,16 +177,18 @@ class Session:
     ) -> ToolResult:
         """Async `call`; cancelling the awaiting task cancels the tool (and kills commands)."""
         event = threading.Event()
+        context = contextvars.copy_context()  # the caller's context variables reach the tool
         fut = asyncio.get_running_loop().run_in_executor(
-            None, lambda: self.call(name, input, progress=progress, cancel_event=event)
+            None, lambda: context.run(self.call, name, input, progress=progress, cancel_event=event)
         )
         try:
             return await asyncio.shield(fut)
         except asyncio.CancelledError:
             event.set()
+            # Give the tool a moment to stop (kill its process group) before we return.
             try:
-                await asyncio.wait_for(asyncio.shield(fut), timeout=15)
-            except Exception:
+                await asyncio.wait({fut}, timeout=15)
+            except asyncio.CancelledError:
                 pass
             raise
 
@@ -246,6 +249,8 @@ class Session:
         request = ApprovalRequest(tool=tool.name, input=dict(raw or {}), decision=decision)
         try:
             approved = bool(self.approver(request))
+        except ApprovalRefused as e:  # the approver could not ask anyone, and says why
+            return decision.refused(str(e))
         except Exception as e:  # an approver failure is a refusal, never a crash
             return decision.refused(f"the approver failed: {type(e).__name__}: {e}")
         return decision.answered(approved)

@@ -152,3 +152,51 @@ def test_close_removes_session_temp_files(make_session):
     assert tmp.is_dir()
     s.close()
     assert not tmp.exists()
+
+
+def test_a_property_named_title_survives_schema_cleanup():
+    from pydantic import BaseModel
+
+    from codebelt._schema import clean_schema
+
+    class Inner(BaseModel):
+        title: str
+
+    class Outer(BaseModel):
+        title: str
+        inner: Inner
+
+    schema = clean_schema(Outer.model_json_schema())
+    assert "title" in schema["properties"] and "title" in schema["properties"]["inner"]["properties"]
+    assert "title" not in schema and "title" not in schema["properties"]["title"]
+
+
+def test_approver_refusal_reason_reaches_the_model(make_session):
+    from codebelt.permissions.approvers import ApprovalRefused
+
+    def approver(req):
+        raise ApprovalRefused("the client cannot show approval prompts")
+
+    s = make_session(tools=ALL, approver=approver)
+    r = s.call("Touch", {"file_path": "x"})
+    assert r.is_error and "the client cannot show approval prompts" in r.text and "approver failed" not in r.text
+
+
+async def test_acall_carries_the_callers_context_variables(make_session):
+    import contextvars
+
+    from codebelt.tool import Tool, ToolInput, ToolResult
+
+    var = contextvars.ContextVar("who", default="nobody")
+
+    class Who(Tool):
+        name = "Who"
+        description = "Report a context variable."
+        Input = ToolInput
+
+        def run(self, params, ctx):
+            return ToolResult(text=var.get())
+
+    s = make_session(tools=[Who])
+    var.set("the caller")
+    assert (await s.acall("Who", {})).text == "the caller"

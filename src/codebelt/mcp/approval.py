@@ -19,6 +19,8 @@ question the user was shown.
 
 from __future__ import annotations
 
+from ..permissions.approvers import ApprovalRefused
+
 import asyncio
 import base64
 import concurrent.futures
@@ -50,7 +52,7 @@ APPROVAL_SCHEMA: dict[str, Any] = {
 }
 
 
-class ApprovalUnavailable(Exception):
+class ApprovalUnavailable(ApprovalRefused):
     """Nobody can be asked: the Session turns this into a deny that names what would allow it."""
 
 

@@ -32,6 +32,13 @@ class ApprovalRequest:
 Approver = Callable[[ApprovalRequest], bool]
 
 
+class ApprovalRefused(Exception):
+    """Raised by an approver that cannot ask anyone (e.g. an MCP client without elicitation).
+
+    The message says why; the call is denied with it and the rule or mode that would allow it.
+    """
+
+
 class TerminalApprover:
     """Asks on the controlling terminal (y/N). Used by the CLI when stdin is a TTY."""
 
