@@ -78,7 +78,9 @@ def analyze(command: str, cwd: Path, workspace) -> Analysis:
         found = _complex_danger(command, Path(cwd), workspace, inner)
         reason = f"complex command: {script.complex}"
         return Analysis(command, script.complex, [], False, reason, too_long, found, inner)
-    verdicts = _Walker(Path(cwd), workspace).run(script)
+    walker = _Walker(Path(cwd), workspace)
+    walker.skip_reads = too_long
+    verdicts = walker.run(script)
     complex_reason = None
     for v in verdicts:
         if v.heredoc and not v.argv_read_only and command_name(v.argv[0] if v.argv else "") != "apply_patch":
@@ -101,6 +103,9 @@ class _Walker:
         self.ws = workspace
         self.env_tainted: str | None = None
         self._dash_names: dict[Path, list[str]] = {}
+        self._resolved: dict[tuple[Path, str], Path] = {}
+        # Over 10,000 characters the command asks anyway: files it reads cannot change that.
+        self.skip_reads = False
 
     def run(self, script: Script) -> list[CommandVerdict]:
         out = [self.command(c) for c in script.commands]
@@ -119,18 +124,19 @@ class _Walker:
         return out
 
     def resolve(self, arg: str, base: Path | None = None) -> Path:
-        p = Path(arg)
-        if not p.is_absolute():
-            p = (base or self.cwd) / p
-        return Path(os.path.realpath(p))
+        key = (base or self.cwd, arg)
+        hit = self._resolved.get(key)
+        if hit is None:
+            hit = self._resolved[key] = Path(os.path.realpath(os.path.join(key[0], arg)))
+        return hit
 
     def command(self, c: SimpleCommand) -> CommandVerdict:
         u = unwrap(c.argv, c.assignments)
         rule_text = " ".join(c.argv if u.problem else u.argv)
         v = CommandVerdict(c.argv, rule_text, False, "", full_text=" ".join(c.argv), cwd=self.cwd, op=c.op, heredoc=c.heredoc)
         globs = {i - u.offset for i in c.globs if i >= u.offset}
-        v.dangerous = _danger.dangerous(c.argv, c.assignments, self.cwd, self.ws, set(c.globs))
-        v.ask_reason = _danger.ask_reason(c.argv, c.assignments)
+        v.dangerous = _danger.dangerous(c.argv, c.assignments, self.cwd, self.ws, set(c.globs), u.argv)
+        v.ask_reason = _danger.ask_reason(c.argv, c.assignments, u.argv)
         verdict_reason = self._argv_verdict(c, u, globs, v)
         v.argv_read_only = verdict_reason is None
         # redirections
@@ -187,7 +193,7 @@ class _Walker:
         for i in sorted(globs):
             if i < len(u.argv) and self._glob_may_be_option(u.argv[i]):
                 return f"the glob `{u.argv[i]}` matches a file whose name starts with `-` (it would be read as an option)"
-        for i in verdict.read_args:
+        for i in ([] if self.skip_reads else verdict.read_args):
             if i < len(u.argv):
                 arg = u.argv[i]
                 if arg.startswith("-"):

@@ -181,9 +181,11 @@ def _kill(args: list[str]) -> str | None:
     return None
 
 
-def dangerous(argv: list[str], assignments, cwd: Path, workspace, globs: set[int] | None = None) -> str | None:
-    """The reason `argv` is dangerous, or None. Looks through wrappers."""
-    inner = unwrap(argv, assignments).argv
+def dangerous(argv: list[str], assignments, cwd: Path, workspace, globs: set[int] | None = None,
+              inner: list[str] | None = None) -> str | None:
+    """The reason `argv` is dangerous, or None. Looks through wrappers (`inner`: already done)."""
+    if inner is None:
+        inner = unwrap(argv, assignments).argv
     if not inner:
         return None
     name = command_name(inner[0]) or os.path.basename(inner[0])
@@ -221,10 +223,11 @@ def redirect_danger(target: str) -> str | None:
     return None
 
 
-def ask_reason(argv: list[str], assignments) -> str | None:
-    u = unwrap(argv, assignments)
-    if u.argv and (command_name(u.argv[0]) or "") == "git":
-        return _git_push(u.argv)
+def ask_reason(argv: list[str], assignments, inner: list[str] | None = None) -> str | None:
+    if inner is None:
+        inner = unwrap(argv, assignments).argv
+    if inner and (command_name(inner[0]) or "") == "git":
+        return _git_push(inner)
     return None
 
 

@@ -8,11 +8,10 @@ prefix of a banned name counts as that banned name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Opt:
+class Opt(NamedTuple):
     kind: str  # "short" | "long" | "operand"
     name: str  # the letter, the long name as given (without `--`), or the operand text
     value: str | None = None

@@ -198,7 +198,18 @@ def _word_parts(node, src: bytes, out: list[tuple[str, bool]]) -> None:
         raise Complex(f"an unsupported word `{_text(node, src)}` ({t})")
 
 
+_PLAIN_WORD = re.compile(r"[^\\*?\[{}~]*")
+
+
 def word_value(node, src: bytes, *, tilde: bool = True) -> Word:
+    t = node.type
+    if t == "word" or t == "raw_string":
+        # fast path: most words have nothing to unescape, expand or glob
+        text = src[node.start_byte:node.end_byte].decode("utf-8", "surrogateescape")
+        if t == "raw_string":
+            return Word(text[1:-1])
+        if _PLAIN_WORD.fullmatch(text):
+            return Word(text)
     parts: list[tuple[str, bool]] = []
     _word_parts(node, src, parts)
     value = "".join(p for p, _ in parts)
