@@ -32,13 +32,14 @@ def make_lines_file(path: Path, lines: int) -> Path:
     if path.exists() and path.stat().st_size > 0:
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    filler = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt"
+    filler = ("lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt "
+              "ut labore et dolore magna aliqua ut enim ad minim veniam quis nostrud")
     tmp = path.with_suffix(".partial")
     with open(tmp, "w") as f:
         step = 100_000
         for start in range(1, lines + 1, step):
             f.write("".join(
-                f"{i:09d} {filler[: 40 + i % 45]}\n" for i in range(start, min(start + step, lines + 1))
+                f"{i:09d} {filler[: 60 + i % 50]}\n" for i in range(start, min(start + step, lines + 1))
             ))
     tmp.rename(path)
     return path
@@ -65,7 +66,9 @@ CHILD = r"""
 import json, resource, sys, time
 path, offset, limit, nearby = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 from codebelt import Session
-s = Session(root=str(__import__('pathlib').Path(path).parent), audit=False, load_user_settings=False)
+# Budget wide enough for the whole 2,000-line page, so both sides return the same lines.
+s = Session(root=str(__import__('pathlib').Path(path).parent), audit=False, load_user_settings=False,
+            settings={"read": {"maxTokens": 100_000}})
 t = time.perf_counter()
 r1 = s.call("Read", {"file_path": path, "offset": offset, "limit": limit})
 first = time.perf_counter() - t
@@ -116,15 +119,18 @@ def edit_vs_cp(src: Path, runs: int) -> dict:
                 mid_line = f.readline().decode().rstrip("\n")
             with Session(root=work, audit=False, load_user_settings=False, mode="acceptEdits") as s:
                 s.call("Read", {"file_path": "edit.txt", "limit": 10})
+                os.sync()  # start from clean page cache: no writeback of the setup copy in the timing
                 t = time.perf_counter()
                 r = s.call("Edit", {"file_path": "edit.txt", "old_string": mid_line,
                                     "new_string": mid_line.upper() + f" edited {i}"})
                 edit_times.append(time.perf_counter() - t)
                 assert not r.is_error, r.text
+            os.sync()
             t = time.perf_counter()
             subprocess.run(["cp", str(src), str(copy)], check=True, timeout=120)
             cp_times.append(time.perf_counter() - t)
             copy.unlink()
+            os.sync()
             t = time.perf_counter()
             subprocess.run(["cp", str(src), str(copy)], check=True, timeout=120)
             fd = os.open(copy, os.O_RDONLY)
@@ -160,13 +166,13 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     if args.quick:
-        big, lines, offset = CORPUS / "lines_50mb.txt", 550_000, 500_000
+        big, lines, offset = CORPUS / "lines_50mb.txt", 530_000, 500_000
     else:
-        big, lines, offset = CORPUS / "lines_500mb.txt", 5_300_000, 5_000_000
+        big, lines, offset = CORPUS / "lines_500mb.txt", 5_300_000, 5_000_000  # ~500 MB
     limit = 2000
     t = time.perf_counter()
     make_lines_file(big, lines)
-    mid = make_lines_file(CORPUS / "lines_50mb.txt", 550_000)
+    mid = make_lines_file(CORPUS / "lines_50mb.txt", 530_000)
     print(f"corpus ready in {time.perf_counter() - t:.1f}s: {big.name} {big.stat().st_size / 1e6:.0f} MB, "
           f"{mid.name} {mid.stat().st_size / 1e6:.0f} MB", flush=True)
 

@@ -95,13 +95,15 @@ def _splice(text: str, starts: list[int], length: int, new: str | list[str]) -> 
     parts = []
     prev = 0
     end = 0
+    # Bytes are sliced through a memoryview, so the join is the only copy of a big file.
+    src = memoryview(text) if isinstance(text, bytes) else text
     for k, s in enumerate(starts):
         rep = new[k] if isinstance(new, list) else new
-        parts.append(text[prev:s])
+        parts.append(src[prev:s])
         parts.append(rep)
         end += (s - prev) + len(rep)
         prev = s + length
-    parts.append(text[prev:])
+    parts.append(src[prev:])
     return type(text)().join(parts), end
 
 
