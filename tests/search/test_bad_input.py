@@ -30,6 +30,7 @@ ERRORS = [
     ("Grep", {"pattern": "x", "bogus": 1}, ["`bogus` is not a parameter of Grep"]),
     ("Grep", {"pattern": "x", "path": "\\\\host\\share"}, ["UNC"]),
     ("Grep", {"pattern": "a\x00b"}, ["NUL"]),
+    ("Grep", {"pattern": "a\nb"}, ["multiline: true"]),
     ("Glob", {"pattern": ""}, ["pattern is empty"]),
     ("Glob", {"pattern": "   "}, ["pattern is empty"]),
     ("Glob", {"pattern": "src/[a-"}, ["Invalid glob pattern", "unclosed character class"]),

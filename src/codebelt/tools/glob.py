@@ -22,7 +22,6 @@ DESCRIPTION = """- Fast file pattern matching tool that works with any codebase 
 - Returns matching file paths sorted by modification time (newest first), at most 100
 - Respects .gitignore; includes hidden files; never lists VCS directories (.git etc.)
 - Use this tool when you need to find files by name patterns
-- When you are doing an open ended search that may require multiple rounds of globbing and grepping, use the Agent tool instead
 - You can call multiple tools in a single response. It is always better to speculatively perform multiple searches in parallel if they are potentially useful.
 """
 

@@ -27,7 +27,6 @@ Usage:
 - Output modes: "content" shows matching lines (path:line:text, with -A/-B/-C context), "files_with_matches" shows only file paths, newest first (default), "count" shows match counts per file
 - Results are paged: head_limit entries (default 250; 0 = unlimited) starting at offset. When more remain, the result says which offset to continue from.
 - Respects .gitignore; includes hidden files; skips binary files and VCS directories (.git etc.)
-- Use the Agent tool for open-ended searches requiring multiple rounds
 - Pattern syntax: Uses ripgrep (not grep) - literal braces need escaping (use `interface\\{\\}` to find `interface{}` in Go code)
 - Multiline matching: By default patterns match within single lines only. For cross-line patterns like `struct \\{[\\s\\S]*?field`, use `multiline: true`
 """
@@ -349,6 +348,11 @@ class _Formatter:
                 "If you meant to search for this text literally, call Grep again with "
                 "fixed_strings: true (or escape regex characters such as ( ) [ ] { } . * + ? | \\ "
                 "with a backslash)."
+            )
+        if any("not allowed in a regex" in e for e in o.errors):
+            return (
+                f"{msg}\nThe pattern contains a line break: call Grep again with multiline: "
+                "true to match across lines."
             )
         if any("unrecognized file type" in e for e in o.errors):
             return (
