@@ -190,6 +190,11 @@ class _Walker:
             problem = self._git(u.argv)
             if problem:
                 return problem
+            # `git diff --no-index /etc/shadow x`, `git blame --contents ~/x`: paths outside
+            for a in u.argv[1:]:
+                value = a.partition("=")[2] if a.startswith("-") else a
+                if value.startswith(("/", "~", "..")) and value not in _HARMLESS_READS:
+                    v.reads.append(self.resolve(os.path.expanduser(value)))
         for i in sorted(globs):
             if i < len(u.argv) and self._glob_may_be_option(u.argv[i]):
                 return f"the glob `{u.argv[i]}` matches a file whose name starts with `-` (it would be read as an option)"
