@@ -73,3 +73,10 @@ def test_analysis_contract(layout):
     assert cat.rule_text == "cat main.py" and cat.writes == [layout / "copy.txt"]
     assert cat.reads == [layout / "src" / "main.py"] and cat.argv_read_only and not cat.read_only
     assert analyze("x" * 10_001, layout, Workspace(layout)).too_long
+
+
+def test_analyze_without_a_workspace():
+    # The Bash tool's concurrency check has no session: only the commands are judged.
+    assert analyze("ls -la | grep x", None, None).read_only
+    assert not analyze("ls && rm x", None, None).read_only
+    assert analyze("rm -rf /", None, None).dangerous

@@ -67,7 +67,19 @@ class Analysis:
     inner_commands: list[str] = field(default_factory=list)
 
 
-def analyze(command: str, cwd: Path, workspace) -> Analysis:
+def analyze(command: str, cwd: Path | None, workspace) -> Analysis:
+    """Facts about `command` run from `cwd` in `workspace`.
+
+    `workspace=None` (callers without a session, e.g. a concurrency check) analyses against a
+    workspace rooted at `/`: path containment is then not judged, only the commands; `cwd=None`
+    means the workspace root.
+    """
+    if workspace is None:
+        from ..workspace import Workspace
+
+        workspace = Workspace(Path("/"))
+    if cwd is None:
+        cwd = workspace.root
     too_long = len(command) > MAX_COMMAND_CHARS
     if len(command) > _MAX_PARSE_CHARS:
         reason = f"the command is {len(command):,} characters long, too long to analyse"
