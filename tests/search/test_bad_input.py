@@ -50,6 +50,17 @@ def test_bad_input_is_a_clear_error(s, tool, inp, needles):
     assert "Traceback" not in r.text and "internal error" not in r.text
 
 
+def test_special_files_are_refused_not_waited_on(s, project):
+    os.mkfifo(project / "pipe")
+    r = s.call("Grep", {"pattern": "x", "path": "pipe"})
+    assert r.is_error and "not a regular file" in r.text
+    r = s.call("Grep", {"pattern": "x", "path": "/dev/zero"})
+    assert r.is_error
+    # walking past a FIFO never opens it
+    assert s.call("Grep", {"pattern": "hello"}).text.startswith("Found 5 files")
+    assert "pipe" not in s.call("Glob", {"pattern": "*"}).text
+
+
 def test_grep_on_a_file_searches_that_file(s):
     r = s.call("Grep", {"pattern": "return", "path": "src/util.py", "output_mode": "content"})
     assert r.text == "src/util.py:2:    return 'hello world'"

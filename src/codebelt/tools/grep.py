@@ -138,6 +138,12 @@ class Grep(Tool):
         target = self._target(params, ctx)
         if not target.exists():
             raise ToolError(common.missing_path_error(ctx, params.path or ".", target))
+        if not (target.is_dir() or target.is_file()):
+            # a FIFO or device would block rg (or stream forever) until the timeout
+            raise ToolError(
+                f"{params.path} is not a regular file or a directory (a pipe, socket or "
+                "device); Grep searches files. Give a file or directory path."
+            )
 
     def permission_requests(self, params: GrepInput, ctx: ToolContext) -> list[PathRequest]:
         return [PathRequest(access="read", path=self._target(params, ctx))]
