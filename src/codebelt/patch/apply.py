@@ -105,6 +105,18 @@ def workspace_resolver(root: Path, base: Path | None = None, roots: list[Path] |
     root = Path(os.path.realpath(root))
     allowed = [Path(os.path.realpath(r)) for r in (roots or [root])]
     start = Path(os.path.realpath(base)) if base is not None else root
+    real_dirs: dict[Path, Path] = {}
+
+    def realpath(p: Path) -> Path:
+        # Patches name many files in few directories: resolve each directory once, then only
+        # check whether the last component is itself a symlink.
+        if p.name in ("", ".", ".."):
+            return Path(os.path.realpath(p))
+        parent = real_dirs.get(p.parent)
+        if parent is None:
+            parent = real_dirs[p.parent] = Path(os.path.realpath(p.parent))
+        candidate = parent / p.name
+        return Path(os.path.realpath(candidate)) if os.path.islink(candidate) else candidate
 
     def resolve(text: str) -> Path:
         if not text or not text.strip():
@@ -116,7 +128,7 @@ def workspace_resolver(root: Path, base: Path | None = None, roots: list[Path] |
         p = Path(os.path.expanduser(text)) if text.startswith("~") else Path(text)
         if not p.is_absolute():
             p = start / p
-        resolved = Path(os.path.realpath(p))
+        resolved = realpath(p)
         if not any(resolved == r or r in resolved.parents for r in allowed):
             raise PatchPathError(
                 f"{text} is outside the workspace ({root}); a patch may only change files inside it")
@@ -144,10 +156,12 @@ def relative_display(root: Path) -> Display:
 
 @dataclass
 class _Text:
-    """A file split into lines. `raw` keeps each line with its own ending; `lines` has none."""
+    """A file split on '\n'. `parts` keep a CR that ended a line ('a\r' for 'a\r\n'); `lines`
+    are the texts the patch is matched against (no CR). A file without CR shares one list."""
 
-    raw: list[str]
+    parts: list[str]
     lines: list[str]
+    final_newline: bool
     eol: str
     bom: bool
 
@@ -159,13 +173,15 @@ class _Text:
         # surrogateescape: bytes that are not UTF-8 survive untouched on lines the patch keeps.
         text = data[3 if bom else 0:].decode("utf-8", "surrogateescape")
         parts = text.split("\n")
-        raw = [p + "\n" for p in parts[:-1]]
-        if parts[-1]:
-            raw.append(parts[-1])
-        lines = [r[:-2] if r.endswith("\r\n") else r[:-1] if r.endswith("\n") else r for r in raw]
-        crlf = sum(1 for r in raw if r.endswith("\r\n"))
-        lf = sum(1 for r in raw if r.endswith("\n")) - crlf
-        return cls(raw, lines, "\r\n" if crlf > lf else "\n", bom)
+        final_newline = parts[-1] == ""
+        if final_newline:
+            parts.pop()
+        if "\r" not in text:
+            return cls(parts, parts, final_newline, "\n", bom)
+        lines = [p[:-1] if p.endswith("\r") else p for p in parts]
+        crlf = text.count("\r\n")
+        eol = "\r\n" if crlf > text.count("\n") - crlf else "\n"
+        return cls(parts, lines, final_newline, eol, bom)
 
 
 def _encode(text: str, display: str) -> bytes:
@@ -327,19 +343,22 @@ def locate_edits(text: _Text, chunks: list[Chunk], display: str) -> tuple[list[E
 
 
 def render(text: _Text, edits: list[Edit]) -> str:
-    """The new file text: kept lines byte for byte, inserted lines with the file's line ending."""
-    raw = text.raw
-    if raw and not raw[-1].endswith("\n"):
-        raw = raw[:-1] + [raw[-1] + text.eol]  # an updated file always ends with a newline
-    out: list[str] = ["\ufeff"] if text.bom else []
+    """The new file text: kept lines byte for byte, inserted lines with the file's line ending.
+    An updated file always ends with a newline."""
+    cr = "\r" if text.eol == "\r\n" else ""
+    parts = text.parts
+    if parts and not text.final_newline and cr and not parts[-1].endswith("\r"):
+        parts = parts[:-1] + [parts[-1] + cr]  # the last line gets the file's (CRLF) ending
+    out: list[str] = []
     pos = 0
-    eol = text.eol
     for s, e, new in edits:
-        out.extend(raw[pos:s])
-        out.extend(t + eol for t in new)
+        out.extend(parts[pos:s])
+        out.extend([t + cr for t in new] if cr else new)
         pos = e
-    out.extend(raw[pos:])
-    return "".join(out)
+    out.extend(parts[pos:])
+    if not out:
+        return "\ufeff" if text.bom else ""
+    return ("\ufeff" if text.bom else "") + "\n".join(out) + "\n"
 
 
 # --------------------------------------------------------------------------------------------
