@@ -175,3 +175,19 @@ def test_read_tool_flags(session):
     spec = session.tool("Read").spec()
     assert spec["read_only"] and spec["concurrency_safe"] and spec["max_result_chars"] is None
     assert set(spec["input_schema"]["properties"]) == {"file_path", "offset", "limit", "pages"}
+
+
+def test_results_directory_is_readable(session):
+    evicted = session.results_dir / "result-1.txt"
+    evicted.write_text("saved output\n")
+    r = read(session, file_path=str(evicted))
+    assert not r.is_error and r.text == "     1\tsaved output"
+
+
+async def test_parallel_reads_share_one_index(session, ws):
+    (ws / "p.txt").write_bytes(b"".join(b"row %d\n" % i for i in range(1, 50_001)))
+    calls = [("Read", {"file_path": "p.txt", "offset": off, "limit": 2}) for off in (10, 20_000, 40_000, 49_999)]
+    results = await session.call_many(calls)
+    assert [r.text.split("\n")[0] for r in results] == [
+        "    10\trow 10", " 20000\trow 20000", " 40000\trow 40000", " 49999\trow 49999"]
+    assert len(session.service(LineIndexCache)._items) == 1
