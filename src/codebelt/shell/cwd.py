@@ -26,14 +26,16 @@ class ShellCwd:
         self._cwd = self._workspace.root
         self._lock = threading.Lock()
 
-    def current(self) -> tuple[Path, str | None]:
-        """The directory the next command starts in, and a note if it had to be reset."""
+    def current(self, consume: bool = True) -> tuple[Path, str | None]:
+        """The directory the next command starts in, and a note if it had to be reset
+        (the directory was deleted). `consume=False` only looks (permission checks)."""
         with self._lock:
             if self._cwd.is_dir():
                 return self._cwd, None
             gone = self._cwd
-            self._cwd = self._workspace.root
-            return self._cwd, (
+            if consume:
+                self._cwd = self._workspace.root
+            return self._workspace.root, (
                 f"The working directory {self._workspace.relative(gone)} no longer exists; "
                 f"the command ran in the workspace root {self._workspace.root} instead."
             )

@@ -235,7 +235,7 @@ class Bash(Tool):
         return int(params.timeout)
 
     def permission_requests(self, params: BashInput, ctx: ToolContext) -> list:
-        cwd, _ = ctx.service(ShellCwd).current()
+        cwd, _ = ctx.service(ShellCwd).current(consume=False)
         inv = _patch_invocation(params.command)
         if inv is not None:
             return list(_patch_tool().patch_requests(inv.patch, _patch_base(inv, cwd, ctx), ctx))
