@@ -19,7 +19,6 @@ from codebelt.shell.sandbox import Limits, denial
 from .conftest import run
 
 BOMB_CAP = 48
-BOMB_SECONDS = 2.0
 
 
 @pytest.mark.parametrize(
@@ -56,8 +55,13 @@ def test_fork_bomb_is_capped_and_killed(backend, make_sandbox, ws):
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
-        time.sleep(BOMB_SECONDS)
-        events = (group / "pids.events").read_text()
+        # Wait until the bomb hits the cap (a loaded machine forks slowly), at most 20 s.
+        deadline = time.monotonic() + 20
+        while True:
+            time.sleep(0.2)
+            events = (group / "pids.events").read_text()
+            if int(events.split()[-1]) > 0 or time.monotonic() > deadline:
+                break
         peak = (group / "pids.peak").read_text().strip() if (group / "pids.peak").exists() else "0"
     finally:
         try:

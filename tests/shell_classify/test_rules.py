@@ -76,25 +76,39 @@ def test_rules_and_modes(layout, settings, mode, command, expected, reason):
     assert reason in d.reason, d.reason
 
 
-class _Active:
-    active = True
+# Sandboxed auto-allow, on real sandboxes: (sandbox mode, autoAllowBash, command, expected).
+# The implicit default (no mode chosen) never auto-allows; Landlock (protected paths stay
+# writable) never auto-allows; reads outside the workspace and protected paths still ask.
+AUTO_ALLOW = [
+    (None, None, "npm test", "ask"),
+    ("auto", None, "npm test", "ask"),
+    ("auto", True, "npm test", "allow"),
+    ("bwrap", None, "npm test", "allow"),
+    ("bwrap", None, "echo x > out.txt", "allow"),
+    ("bwrap", False, "npm test", "ask"),
+    ("bwrap", None, "rm -rf /", "deny"),
+    ("bwrap", None, "echo $(id)", "ask"),
+    ("bwrap", None, "echo x > .git/hooks/pre-commit", "ask"),
+    ("bwrap", None, "cat /etc/shadow", "ask"),
+    ("off", True, "npm test", "ask"),
+    ("landlock", None, "npm test", "ask"),
+    ("landlock", True, "npm test", "ask"),
+]
 
 
-@pytest.mark.parametrize("auto,command,expected", [
-    (True, "npm test", "allow"),
-    (True, "echo x > out.txt", "allow"),
-    (True, "rm -rf /", "deny"),
-    (True, "echo $(id)", "ask"),
-    (False, "npm test", "ask"),
-])
-def test_sandbox_auto_allow(layout, monkeypatch, auto, command, expected):
+@pytest.mark.parametrize("mode,auto,command,expected", AUTO_ALLOW)
+def test_sandbox_auto_allow(make_session, ws, mode, auto, command, expected):
     from codebelt.shell import sandbox
 
-    monkeypatch.setattr(sandbox, "status", lambda session: _Active())
-    engine = make_engine(layout, "default", {"sandbox": {"mode": "auto", "autoAllowBash": auto}})
-    engine.session = object()
-    d = engine.decide("Bash", [CommandRequest(command, layout)])
+    settings = {"sandbox": {"autoAllowBash": auto}} if auto is not None else None
+    s = make_session(sandbox=mode, settings=settings)
+    status = sandbox.status(s)
+    if mode in ("bwrap", "landlock") and not status.active:
+        pytest.skip(f"{mode} does not work here: {status.reason}")
+    d = s.engine.decide("Bash", [CommandRequest(command, ws)])
     assert d.behavior == expected, d.reason
+    if expected == "allow" and d.decided_by == "sandbox":
+        assert "sandbox" in d.reason
 
 
 def test_sandbox_failure_means_off(layout, monkeypatch):

@@ -6,7 +6,7 @@ Policy (SPEC §5, §9), in order:
 - complex (not reducible to simple commands) → ask, unless a rule matches the whole text;
 - per simple command: deny rule → deny; dangerous → deny unless an allow rule names it;
   ask rule or a must-ask reason (force push to a protected branch) → ask; allow rule → allow;
-  read-only → allow; sandbox active (and sandbox.autoAllowBash not false) → allow;
+  read-only → allow; sandboxed auto-allow (see _sandbox_auto_allow) → allow;
   otherwise the mode decides (bypassPermissions allow, plan/dontAsk deny, default/acceptEdits ask);
 - files written by redirections are Edit requests and files read by read-only commands are
   Read requests, decided by the engine's path logic;
@@ -119,7 +119,9 @@ def _path_decisions(engine: "PermissionEngine", v: "CommandVerdict") -> list[Dec
             if d.behavior == "ask" and d.decided_by in ("workspace", "mode"):
                 if sandboxed is None:
                     sandboxed = _sandbox_auto_allow(engine)
-                if sandboxed and (access == "read" or engine.workspace.is_inside(p)):
+                # Only paths inside the workspace and not protected: the sandbox lets commands
+                # read anything, so reads outside still ask (SPEC §2), and protected paths ask.
+                if sandboxed and engine.workspace.is_inside(p) and engine.workspace.protected_reason(p) is None:
                     # the sandbox enforces what the mode would have asked about
                     d = Decision.allow(f"allowed: {access} of {engine.workspace.relative(p)} inside the sandbox", "sandbox")
             if d.behavior != "allow" and access == "write":
@@ -191,20 +193,33 @@ def _ask_or_mode(engine: "PermissionEngine", what: str, _: str) -> Decision:
     return Decision.ask(f"ask: {what}", "default", suggestion="split the command into shorter calls")
 
 
+EXPLICIT_SANDBOX_MODES = ("bwrap", "landlock", "required")
+
+
 def _sandbox_auto_allow(engine: "PermissionEngine") -> bool:
-    """True when the session's sandbox is active and sandbox.autoAllowBash is not false."""
+    """Whether a non-read-only command may run unasked because the sandbox contains it.
+
+    Only when (1) someone chose it: `sandbox.autoAllowBash: true`, or a sandbox mode picked
+    explicitly (bwrap / landlock / required) — the implicit default `auto` never auto-allows,
+    so `codebelt check` with default options reports every write or exec as ask; (2) the
+    sandbox is active; and (3) it keeps protected paths (.git/hooks, .claude, …) read-only.
+    Landlock cannot carve read-only holes in a writable tree, so under it commands still ask.
+    """
     settings = engine.settings
     try:
-        if settings.get("sandbox.autoAllowBash", True) is False:
+        flag = settings.get("sandbox.autoAllowBash", None)
+        mode = settings.get("sandbox.mode", None)
+        if flag is False or mode == "off":
             return False
-        if str(settings.get("sandbox.mode", "auto")) == "off":
+        if flag is not True and mode not in EXPLICIT_SANDBOX_MODES:
             return False
         session = getattr(engine, "session", None)
         if session is None:
             return False
         from ..shell import sandbox
 
-        return bool(sandbox.status(session).active)
+        status = sandbox.status(session)
+        return bool(status.active and getattr(status, "protected_paths", False))
     except Exception:  # noqa: BLE001 - a missing or failing sandbox means: no sandbox
         return False
 
