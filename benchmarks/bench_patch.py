@@ -106,10 +106,13 @@ def bench(label: str, files: dict[str, str], patch: str, udiff: str, repeat: int
     # Sanity: the engine really changed every file.
     assert all((root / n).read_text() != files[n] for n in names)
     engine_nosync = timed(setup, lambda: apply_patch(patch, root, fsync=False), repeat)
+    dry = timed(setup, lambda: apply_patch(patch, root, dry_run=True), repeat)
+    floor_read = timed(setup, lambda: [(root / n).read_bytes() for n in names], repeat)
     floor_plain = timed(setup, read_write_all(root, names, atomic=False), repeat)
     floor_atomic = timed(setup, read_write_all(root, names, atomic=True), repeat)
     rows.append((label, "apply_patch (engine, fsync)", engine, floor_atomic, "py read+write_atomic"))
     rows.append((label, "apply_patch (engine, no fsync)", engine_nosync, floor_plain, "py read+write"))
+    rows.append((label, "dry run (parse, locate, render)", dry, floor_read, "py read"))
     if len(names) == 1:
         src = root / names[0]
         cp = shutil.which("cp")
