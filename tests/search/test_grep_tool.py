@@ -292,3 +292,33 @@ def test_missing_ripgrep_is_a_clear_error(ws, make_session):
 def test_ignored_files_can_be_included_by_setting(project, make_session):
     s = make_session(root=project, settings={"grep": {"includeIgnored": True}})
     assert "build/out.py" in s.call("Grep", {"pattern": "hello"}).text
+
+
+def test_cancel_event_ends_the_search(ws, make_session, tmp_path):
+    import threading
+
+    slow = tmp_path / "slow-rg"
+    slow.write_text("#!/bin/sh\nsleep 30\n")
+    slow.chmod(0o755)
+    s = make_session(root=ws, settings={"search": {"ripgrepPath": str(slow)}})
+    ev = threading.Event()
+    threading.Timer(0.2, ev.set).start()
+    r = s.call("Grep", {"pattern": "x"}, cancel_event=ev)
+    assert r.is_error and "cancelled" in r.text
+
+
+async def test_parallel_batch_of_searches(s):
+    calls = [
+        ("Grep", {"pattern": "hello"}),
+        ("Glob", {"pattern": "**/*.py"}),
+        ("Grep", {"pattern": "hello", "output_mode": "count"}),
+        ("Glob", {"pattern": "*.md"}),
+        ("Grep", {"pattern": "("}),
+    ]
+    results = await s.call_many(calls)
+    assert [r.is_error for r in results] == [False, False, False, False, True]
+    assert results[0].text.startswith("Found 5 files")
+    assert results[1].data["filenames"] == ["src/util.py", "src/app.py"]
+    assert results[3].data["filenames"] == ["docs/readme.md"]
+    for (name, inp), r in zip(calls, results):
+        assert r.text == s.call(name, inp).text  # same answer as one at a time
