@@ -221,15 +221,11 @@ class _Formatter:
         if o.notes:
             warnings += o.notes[:5]
         if q.mode == "files_with_matches":
-            entries = [self.p(f) for f in o.files]
-            body_lines, empty = entries, "No files found"
-        elif q.mode == "count":
-            entries = [f"{self.p(f)}:{n}" for f, n in o.counts]
-            body_lines, empty = entries, "No matches found"
-        else:
-            entries = body_lines = self._content_lines(o.lines)
-            empty = "No matches found"
-        return self._page(body_lines, empty, warnings)
+            return self._page([self.p(f) for f in o.files], "No files found", warnings)
+        if q.mode == "count":
+            lines = [f"{self.p(f)}:{n}" for f, n in o.counts]
+            return self._page(lines, "No matches found", warnings)
+        return self._page(self._content_lines(o.lines), "No matches found", warnings)
 
     def _content_lines(self, lines: list[Line]) -> list[str]:
         show_numbers = self.params.line_numbers is not False
