@@ -114,3 +114,14 @@ def test_non_utf8_names_and_symlink_loops(ws, make_session):
     r = s.call("Glob", {"pattern": "**/*"})
     assert not r.is_error and r.data["filenames"] == ["\\xff\\xfe.txt"]
     json.dumps(r.data)
+
+
+def test_timeout_is_an_error_not_no_files(ws, make_session, tmp_path):
+    slow = tmp_path / "slow-rg"
+    slow.write_text("#!/bin/sh\nsleep 30\n")
+    slow.chmod(0o755)
+    s = make_session(root=ws, settings={"search": {"ripgrepPath": str(slow)},
+                                        "glob": {"timeoutMs": 300}})
+    r = s.call("Glob", {"pattern": "*"})
+    assert r.is_error and "timed out" in r.text and "No files found" not in r.text
+    assert r.data["timedOut"] is True
