@@ -575,6 +575,11 @@ case("heredoc_with_command_name",
      patch="apply_patch <<'PATCH'\n*** Begin Patch\n*** Add File: n.txt\n+new\n*** End Patch\nPATCH\n",
      expected={"n.txt": "new\n"})
 
+case("stray_heredoc_delimiter_after_end_patch",
+     input={"h.txt": "a\n"},
+     patch="*** Begin Patch\n*** Update File: h.txt\n@@\n-a\n+b\n*** End Patch\nEOF\n",
+     expected={"h.txt": "b\n"})
+
 case("leading_and_trailing_blank_lines",
      patch="\n\n*** Begin Patch\n*** Add File: b.txt\n+x\n*** End Patch\n\n\n",
      expected={"b.txt": "x\n"})

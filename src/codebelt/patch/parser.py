@@ -35,6 +35,7 @@ _BEGIN_PATCH = re.compile(r"^\*\*\*\s*Begin Patch$", re.IGNORECASE)
 # A heredoc wrapper left around the patch: <<EOF, <<'EOF', <<"EOF", <<-EOF, optionally after the
 # command name (the whole shell command pasted as the patch).
 _HEREDOC_START = re.compile(r"""^(?:(?:apply_patch|applypatch)\s+)?<<-?\s*(['"]?)([A-Za-z_][A-Za-z0-9_]*)\1$""")
+_DELIMITER = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 # '@@ -12,5 +12,6 @@ tail' — a unified-diff header; its numbers are meaningless here.
 _UNIFIED_HEADER = re.compile(r"^-\d+(?:,\d+)?\s+\+\d+(?:,\d+)?\s*@@")
 
@@ -139,6 +140,10 @@ def _boundaries(text: str) -> list[tuple[int, str]]:
     if not _BEGIN_PATCH.match(first):
         raise PatchParseError(f"The first line of the patch must be '*** Begin Patch', got {_show(first)}", lines[0][0], hunk=False)
     last_no, last = lines[-1][0], lines[-1][1].strip()
+    if len(lines) >= 3 and _DELIMITER.match(last) and _END_PATCH.match(lines[-2][1].strip()):
+        # The closing delimiter of a heredoc whose opening line was already stripped.
+        lines = lines[:-1]
+        last_no, last = lines[-1][0], lines[-1][1].strip()
     if len(lines) < 2 or not _END_PATCH.match(last):
         for no, s in lines[1:]:
             if _END_PATCH.match(s.strip()):
