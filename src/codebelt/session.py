@@ -6,7 +6,6 @@ decision (ask → approver) → tool.run → budget → audit → ToolResult.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import os
 import shutil
@@ -176,6 +175,8 @@ class Session:
         progress: ProgressCallback | None = None,
     ) -> ToolResult:
         """Async `call`; cancelling the awaiting task cancels the tool (and kills commands)."""
+        import asyncio  # here, not at the top: the CLI's start-up never needs it
+
         event = threading.Event()
         context = contextvars.copy_context()  # the caller's context variables reach the tool
         fut = asyncio.get_running_loop().run_in_executor(
@@ -196,6 +197,8 @@ class Session:
         self, calls: Iterable[tuple[str, Mapping[str, Any]]]
     ) -> list[ToolResult]:
         """Run consecutive concurrency-safe calls in parallel, the rest one at a time, in order."""
+        import asyncio
+
         calls = list(calls)
         results: list[ToolResult | None] = [None] * len(calls)
         batch: list[int] = []
