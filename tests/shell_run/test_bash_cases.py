@@ -45,6 +45,8 @@ CASES = [
      ["Tool result too large (300,000 bytes, 1 lines)"], {"truncated": True}, False),
     ("just-under-inline-limit", {"command": "head -c 27000 /dev/zero | tr '\\0' y"}, {},
      ["yyyy"], {"truncated": False}, False),
+    ("bad-env-policy-setting", {"command": "true"}, {"env": "weird"}, ['bash.env must be "inherit" or "clean"'], {}, True),
+    ("bad-timeout-setting", {"command": "true"}, {"defaultTimeoutMs": "soon"}, ["bash.defaultTimeoutMs must be"], {}, True),
     ("extra-field-refused", {"command": "true", "bogus": 1}, {}, ["bogus"], {}, True),
 ]
 

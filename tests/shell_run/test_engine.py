@@ -15,7 +15,7 @@ from codebelt.tools.bash import Bash, BashInput
 def _run(tmp_path: Path, command: str, **kw) -> ShellProcess:
     env = build_env("inherit", [], tmp_path, "engine-test.1")
     p = ShellProcess(command, cwd=tmp_path, env=env, spool_path=tmp_path / "out.log",
-                     cwd_file=tmp_path / "cwd", marker="engine-test.1", grace_s=0.3, **kw).start()
+                     record_cwd=True, marker="engine-test.1", grace_s=0.3, **kw).start()
     assert p.wait(20)
     assert p.cleaned.wait(20)
     return p
@@ -100,7 +100,7 @@ def test_long_script_goes_through_a_file_and_keeps_exit_code_and_cwd(tmp_path):
 
 
 def test_trap_prefix_keeps_line_numbers():
-    script = wrap_script("echo one\nbad_cmd_xyz", Path("/tmp/cwdfile"))
+    script = wrap_script("echo one\nbad_cmd_xyz", 201)
     assert script.count("\n") == 1  # the trap shares the first line
 
 

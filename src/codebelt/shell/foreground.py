@@ -29,26 +29,36 @@ def wait_foreground(
     cancel_event: threading.Event | None,
     on_progress: ProgressSink | None = None,
 ) -> bool:
-    """Wait until the command exits (True) or the budget is spent (False: still running).
+    """Watch a process started with `start(watch=False)` from the caller's thread until it
+    exits (True) or the budget is spent (False: still running, now watched by a thread).
 
-    Cancelling stops the group and then waits for it to exit (bounded by the kill ladder).
+    Cancelling stops the group and keeps watching until it has exited (bounded by the kill
+    ladder). Whatever happens here, the process never ends up unwatched.
     """
     started = time.monotonic()
     tail = SpoolTail(proc.spool_path) if on_progress is not None else None
-    next_report = started + PROGRESS_EVERY_S
-    while True:
-        if proc.wait(CANCEL_POLL_S):
-            return True
+    state = {"next_report": started + PROGRESS_EVERY_S, "over_budget": False}
+
+    def until() -> bool:
         now = time.monotonic()
         if cancel_event is not None and cancel_event.is_set():
-            proc.stop("cancelled")
-            proc.wait()
-            return True
-        if budget_s is not None and now - started >= budget_s:
+            proc.stop("cancelled")  # keep watching: the kill ladder runs here
             return False
-        if tail is not None and now >= next_report:
-            next_report = now + PROGRESS_EVERY_S
+        if budget_s is not None and now - started >= budget_s:
+            state["over_budget"] = True
+            return True
+        if tail is not None and now >= state["next_report"]:
+            state["next_report"] = now + PROGRESS_EVERY_S
             try:
                 on_progress(tail.update(), now - started)  # type: ignore[misc]
             except Exception:  # a broken progress sink never fails the command
                 pass
+        return False
+
+    finished = False
+    try:
+        finished = proc.watch(until, CANCEL_POLL_S)
+    finally:
+        if not finished and proc.running:
+            proc.watch_in_background()
+    return finished

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import fnmatch
 import os
 import select
@@ -78,19 +79,24 @@ def build_env(policy: str, allow: list[str], temp_dir: Path, marker: str,
     return env
 
 
-def wrap_script(command: str, cwd_file: Path | None) -> str:
-    """The script bash runs: the command, with an EXIT trap that records where it ended.
+# The EXIT trap reports the final directory on an inherited pipe at a high descriptor number
+# (scripts use 3-9, `exec {var}>…` starts at 10), so nothing is created on disk per command.
+CWD_FD_MIN = 200
+
+
+def wrap_script(command: str, cwd_fd: int | None) -> str:
+    """The script bash runs: the command, with an EXIT trap that reports where it ended.
 
     The trap shares the command's first line so bash's error messages keep the command's own
     line numbers. It runs on `exit N`, on errors and after the last command, keeps the exit
     status, and uses `builtin pwd -P` so a function named `pwd` cannot answer for it. Whatever
     it writes is only a hint: the caller resolves it and refuses anything outside the
-    workspace. If the command replaces the trap or `exec`s, nothing is recorded and the
-    directory stays as it was.
+    workspace. If the command replaces the trap, closes the descriptor or `exec`s, nothing is
+    recorded and the directory stays as it was.
     """
-    if cwd_file is None:
+    if cwd_fd is None:
         return command
-    action = f"builtin pwd -P >| {shlex.quote(str(cwd_file))} 2>/dev/null"
+    action = f"builtin pwd -P 2>/dev/null >&{cwd_fd}"
     return f"trap -- {shlex.quote(action)} EXIT; {command}"
 
 
@@ -118,7 +124,7 @@ class ShellProcess:
     timeout_s: float | None = None
     grace_s: float = 2.0
     max_output_bytes: int | None = None
-    cwd_file: Path | None = None
+    record_cwd: bool = False  # report the final directory (Outcome.final_cwd)
     script_dir: Path | None = None  # where a long command's script file goes
     wrap: Wrap | None = None
     marker: str = ""
@@ -137,10 +143,20 @@ class ShellProcess:
         self._wake_r, self._wake_w = -1, -1
         self._script_file: Path | None = None
         self._spool_fd = -1
+        self._cwd_r = -1
+        self._pidfd = -1
 
     # -- start ---------------------------------------------------------------------------------
-    def start(self) -> "ShellProcess":
-        script = wrap_script(self.command, self.cwd_file)
+    def start(self, watch: bool = True) -> "ShellProcess":
+        """Spawn the command. `watch=False`: the caller must call `watch()` (or
+        `watch_in_background()`) itself, or nothing enforces the timeout."""
+        cwd_w = -1
+        if self.record_cwd:
+            # Non-blocking: a child that fills the pipe cannot make the trap hang bash.
+            self._cwd_r, w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+            cwd_w = fcntl.fcntl(w, fcntl.F_DUPFD_CLOEXEC, CWD_FD_MIN)
+            os.close(w)
+        script = wrap_script(self.command, cwd_w if cwd_w >= 0 else None)
         bash = find_bash()
         if len(script.encode("utf-8", "surrogateescape")) > MAX_ARGV_SCRIPT:
             # Too long for one argv string: bash reads it from a file (same semantics,
@@ -154,11 +170,6 @@ class ShellProcess:
         env, preexec = self.env, None
         if self.wrap is not None:
             argv, env, preexec = self.wrap(argv, self.cwd, env)
-        if self.cwd_file is not None:
-            try:
-                self.cwd_file.unlink()
-            except FileNotFoundError:
-                pass
         self._spool_fd = os.open(self.spool_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o600)
         try:
             self.started_at = time.monotonic()
@@ -171,16 +182,28 @@ class ShellProcess:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 close_fds=True,
+                pass_fds=(cwd_w,) if cwd_w >= 0 else (),
                 preexec_fn=preexec,
             )
         except OSError as e:
             os.close(self._spool_fd)
             self._spool_fd = -1
+            for fd in (cwd_w, self._cwd_r):
+                if fd >= 0:
+                    os.close(fd)
+            self._cwd_r = -1
             raise ShellError(f"could not start bash in {self.cwd}: {e.strerror or e}") from e
-        os.close(self._spool_fd)  # the child holds its own copy
+        os.close(self._spool_fd)  # the child holds its own copies
         self._spool_fd = -1
+        if cwd_w >= 0:
+            os.close(cwd_w)
         self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-        threading.Thread(target=self._watch, name=f"codebelt-shell-{self.proc.pid}", daemon=True).start()
+        try:
+            self._pidfd = os.pidfd_open(self.proc.pid)
+        except (AttributeError, OSError):
+            self._pidfd = -1
+        if watch:
+            self.watch_in_background()
         return self
 
     @property
@@ -231,64 +254,78 @@ class ShellProcess:
                 pass
 
     # -- the watcher -----------------------------------------------------------------------------
-    def _watch(self) -> None:
+    def watch_in_background(self) -> None:
+        """Hand the watching to a daemon thread (background tasks, auto-background)."""
+        threading.Thread(target=self.watch, name=f"codebelt-shell-{self.pid}", daemon=True).start()
+
+    def watch(self, until: Callable[[], bool] | None = None, poll: float = 0.05) -> bool:
+        """Watch the process until it exits: enforce the timeout, the output cap and the kill
+        ladder. With `until`, it is called every `poll` seconds and watching stops (returning
+        False, the process still running) when it returns True; a foreground caller watches
+        in its own thread this way, which spares a thread and a hand-off per command.
+        Returns True once the process has exited and its outcome is set."""
         assert self.proc is not None
         proc = self.proc
         deadline = self.started_at + self.timeout_s if self.timeout_s else None
-        try:
-            pidfd = os.pidfd_open(proc.pid)
-        except (AttributeError, OSError):
-            pidfd = -1
-        try:
-            while True:
-                now = time.monotonic()
-                waits = []
-                if deadline is not None and self._stop_reason is None:
-                    waits.append(deadline - now)
-                if self._kill_at is not None:
-                    waits.append(self._kill_at - now)
-                if self.max_output_bytes is not None and self._stop_reason is None:
-                    waits.append(0.25)
-                wait = max(0.0, min(waits)) if waits else None
-                if pidfd >= 0:
-                    ready, _, _ = select.select([pidfd, self._wake_r], [], [], wait)
-                    if self._wake_r in ready:
-                        try:
-                            os.read(self._wake_r, 4096)
-                        except OSError:
-                            pass
-                else:  # no pidfd (old kernel): poll
-                    ready = []
-                    time.sleep(min(wait if wait is not None else 0.05, 0.05))
-                if proc.poll() is not None:
-                    break
-                now = time.monotonic()
-                if deadline is not None and now >= deadline:
-                    self.stop("timeout")
-                elif (self.max_output_bytes is not None
-                      and self.output_size() > self.max_output_bytes):
-                    self.stop("output_limit")
-                with self._lock:
-                    if self._kill_at is not None and now >= self._kill_at:
-                        procs.signal_group(proc.pid, signal.SIGKILL)
-                        self._kill_at = None
-        finally:
+        pidfd = self._pidfd
+        while True:
+            now = time.monotonic()
+            waits = []
+            if deadline is not None and self._stop_reason is None:
+                waits.append(deadline - now)
+            if self._kill_at is not None:
+                waits.append(self._kill_at - now)
+            if self.max_output_bytes is not None and self._stop_reason is None:
+                waits.append(0.25)
+            if until is not None:
+                waits.append(poll)
+            wait = max(0.0, min(waits)) if waits else None
             if pidfd >= 0:
-                os.close(pidfd)
+                ready, _, _ = select.select([pidfd, self._wake_r], [], [], wait)
+                if self._wake_r in ready:
+                    try:
+                        os.read(self._wake_r, 4096)
+                    except OSError:
+                        pass
+            else:  # no pidfd (old kernel): poll
+                time.sleep(min(wait if wait is not None else 0.05, 0.05))
+            if proc.poll() is not None:
+                break
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                self.stop("timeout")
+            elif (self.max_output_bytes is not None
+                  and self.output_size() > self.max_output_bytes):
+                self.stop("output_limit")
+            with self._lock:
+                if self._kill_at is not None and now >= self._kill_at:
+                    procs.signal_group(proc.pid, signal.SIGKILL)
+                    self._kill_at = None
+            if until is not None and until():
+                return False
         self._finish()
+        return True
 
     def _finish(self) -> None:
         assert self.proc is not None
         rc = self.proc.wait()
         self.ended_at = time.monotonic()
+        if self._pidfd >= 0:
+            os.close(self._pidfd)
+            self._pidfd = -1
         size = self.output_size()
         final_cwd = None
-        if self.cwd_file is not None:
+        if self._cwd_r >= 0:
+            # Read what the trap wrote, without waiting for EOF (a child may still hold the
+            # write end); the last line wins if a child wrote there too.
             try:
-                final_cwd = self.cwd_file.read_text("utf-8", "surrogateescape").rstrip("\n") or None
-                self.cwd_file.unlink()
+                data = os.read(self._cwd_r, 65536)
             except OSError:
-                pass
+                data = b""
+            os.close(self._cwd_r)
+            self._cwd_r = -1
+            lines = data.decode("utf-8", "surrogateescape").rstrip("\n").split("\n")
+            final_cwd = lines[-1] or None
         if self._script_file is not None:
             try:
                 self._script_file.unlink()
@@ -306,28 +343,43 @@ class ShellProcess:
             output_bytes=size,
             final_cwd=final_cwd,
         )
+        # Whatever bash left behind in its group (`cmd &`, children ignoring SIGTERM) is
+        # stopped: nothing outlives the command that started it. The common case (nothing
+        # left) costs one killpg(0); otherwise a thread runs the kill ladder, so the result
+        # does not wait for the grace period.
+        leftovers = procs.group_alive(self.pid) or (reason is not None and bool(self.marker))
         self.exited.set()
         for callback in list(self.on_exit):
             try:
                 callback(self)
             except Exception:
                 pass
-        # Whatever bash left behind in its group (`cmd &`, children ignoring SIGTERM) is
-        # stopped now: nothing outlives the command that started it.
+        if leftovers:
+            threading.Thread(target=self._clean_up, args=(reason,), daemon=True,
+                             name=f"codebelt-cleanup-{self.pid}").start()
+        else:
+            self._close_wake()
+            self.cleaned.set()
+
+    def _clean_up(self, reason: str | None) -> None:
         try:
             if procs.group_alive(self.pid):
                 procs.kill_group(self.pid, self.grace_s)
             if reason is not None and self.marker:
                 procs.sweep_marked(self.marker)
         finally:
-            with self._lock:
-                for fd in (self._wake_r, self._wake_w):
+            self._close_wake()
+            self.cleaned.set()
+
+    def _close_wake(self) -> None:
+        with self._lock:
+            for fd in (self._wake_r, self._wake_w):
+                if fd >= 0:
                     try:
                         os.close(fd)
                     except OSError:
                         pass
-                self._wake_r = self._wake_w = -1
-            self.cleaned.set()
+            self._wake_r = self._wake_w = -1
 
     def kill_now(self) -> None:
         """Session end: SIGKILL the group and its escapees at once, no grace."""

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Callable
 
 from . import procs
 from .runner import ShellError, ShellProcess, Wrap, build_env
-from .spool import IncrementalReader
+from .spool import IncrementalReader, SpoolDir
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -91,6 +91,8 @@ class TaskManager:
         self.spool_dir = Path(session.results_dir) / "shell"
         self.spool_dir.mkdir(parents=True, exist_ok=True)
         self.marker_prefix = f"{session.id}."
+        self._spools = SpoolDir(self.spool_dir)
+        self._env: dict[str, str] | None = None
 
     # -- settings ------------------------------------------------------------------------------
     def _setting_ms(self, key: str, default: int) -> int:
@@ -119,34 +121,42 @@ class TaskManager:
             self._wrap_loaded = True
         return self._wrap
 
+    def _base_env(self) -> dict[str, str]:
+        """The session's command environment (policy applied), built once per session: every
+        command starts from it, so nothing a command exports carries over."""
+        if self._env is None:
+            policy = str(self.session.setting("bash.env", "inherit"))
+            if policy not in ("inherit", "clean"):
+                raise ShellError(f'setting bash.env must be "inherit" or "clean", not {policy!r}.')
+            allow = self.session.setting("bash.envAllow", []) or []
+            if not isinstance(allow, list) or not all(isinstance(a, str) for a in allow):
+                raise ShellError("setting bash.envAllow must be a list of variable names (globs allowed).")
+            self._env = build_env(policy, allow, Path(self.session.temp_dir), "")
+        return self._env
+
     # -- starting ------------------------------------------------------------------------------
     def spawn(self, command: str, cwd: Path, timeout_s: float | None,
-              record_cwd: bool = True) -> ShellProcess:
-        """Start `command` in `cwd`. Raises ShellError if it cannot start."""
+              record_cwd: bool = True, watch: bool = True) -> ShellProcess:
+        """Start `command` in `cwd`. Raises ShellError if it cannot start. `watch=False`:
+        the caller watches it (runner.ShellProcess.watch)."""
         wrap = self.wrapper()
         with self._lock:
             if self._closed:
                 raise ShellError("the session is closed; no new commands can start.")
             n = next(self._seq)
         marker = f"{self.marker_prefix}{n}"
-        temp_dir = Path(self.session.temp_dir)
-        allow = self.session.setting("bash.envAllow", []) or []
-        env = build_env(
-            str(self.session.setting("bash.env", "inherit")),
-            [str(a) for a in allow] if isinstance(allow, list) else [],
-            temp_dir,
-            marker,
-        )
+        env = dict(self._base_env())
+        env[procs.MARKER_VAR] = marker
         max_out = self.session.setting("bash.maxOutputBytes", DEFAULT_MAX_OUTPUT_BYTES)
         proc = ShellProcess(
             command=command,
             cwd=cwd,
             env=env,
-            spool_path=self.spool_dir / f"cmd-{n}.log",
+            spool_path=self._spools.take(),
             timeout_s=timeout_s,
             grace_s=self.grace_s,
             max_output_bytes=int(max_out) if max_out else None,
-            cwd_file=(temp_dir / f".codebelt-cwd-{n}") if record_cwd else None,
+            record_cwd=record_cwd,
             script_dir=self.spool_dir,
             wrap=wrap,
             marker=marker,
@@ -155,11 +165,15 @@ class TaskManager:
             self._live.add(proc)
         proc.on_exit.append(self._forget)
         try:
-            proc.start()
+            proc.start(watch=watch)
         except BaseException:
             self._forget(proc)
             raise
         return proc
+
+    def release_spool(self, proc: ShellProcess) -> None:
+        """The output of a finished foreground command was shown inline: delete it."""
+        self._spools.discard(proc.spool_path)
 
     def _forget(self, proc: ShellProcess) -> None:
         with self._lock:
@@ -229,3 +243,4 @@ class TaskManager:
         for p in procs_all:
             p.cleaned.wait(max(0.1, deadline + self.grace_s + 1 - time.monotonic()))
         procs.sweep_marked(self.marker_prefix, prefix=True)
+        self._spools.close()

@@ -7,8 +7,6 @@ interception, waiting, and the result text.
 
 from __future__ import annotations
 
-import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +163,14 @@ def _status_lines(out: Outcome, timeout_ms: int) -> list[str]:
     return lines
 
 
+def _int_setting(ctx: ToolContext, key: str, default: int) -> int:
+    """A non-negative integer setting; a malformed value is a clear error, not a crash."""
+    value = ctx.setting(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ToolError(f"Setting {key} must be a non-negative number of milliseconds, got {value!r}.")
+    return int(value)
+
+
 def _progress_sink(ctx: ToolContext):
     if ctx.progress is None:
         return None
@@ -217,8 +223,8 @@ class Bash(Tool):
         self._timeout_ms(params, ctx)
 
     def _timeout_ms(self, params: BashInput, ctx: ToolContext) -> int:
-        maximum = int(ctx.setting("bash.maxTimeoutMs", MAX_TIMEOUT_MS))
-        default = min(int(ctx.setting("bash.defaultTimeoutMs", DEFAULT_TIMEOUT_MS)), maximum)
+        maximum = _int_setting(ctx, "bash.maxTimeoutMs", MAX_TIMEOUT_MS)
+        default = min(_int_setting(ctx, "bash.defaultTimeoutMs", DEFAULT_TIMEOUT_MS), maximum)
         if params.timeout is None:
             return default
         if params.timeout != params.timeout or params.timeout <= 0:  # NaN, 0, negative
@@ -254,18 +260,20 @@ class Bash(Tool):
         if params.run_in_background:
             return self._start_background(params, ctx, manager, cwd, cwd_note)
 
-        try:
-            proc = manager.spawn(params.command, cwd, timeout_ms / 1000, record_cwd=True)
-        except ShellError as e:
-            raise ToolError(f"The command could not be started: {e}") from None
         budget_ms = None
         if ctx.setting("bash.autoBackground", True) is not False:
-            budget_ms = int(ctx.setting("bash.autoBackgroundMs", AUTO_BACKGROUND_MS))
+            budget_ms = _int_setting(ctx, "bash.autoBackgroundMs", AUTO_BACKGROUND_MS)
+        progress = _progress_sink(ctx)
+        # Nothing between spawn and wait_foreground may raise: the caller's thread watches.
+        try:
+            proc = manager.spawn(params.command, cwd, timeout_ms / 1000, record_cwd=True, watch=False)
+        except ShellError as e:
+            raise ToolError(f"The command could not be started: {e}") from None
         finished = wait_foreground(
             proc,
             budget_s=budget_ms / 1000 if budget_ms else None,
             cancel_event=ctx.cancel_event,
-            on_progress=_progress_sink(ctx),
+            on_progress=progress,
         )
         if not finished:
             return self._moved_to_background(params, ctx, manager, proc, budget_ms or 0)
@@ -281,7 +289,7 @@ class Bash(Tool):
             output_path: str | None = str(proc.spool_path)
         else:
             output_path = None
-            _unlink(proc.spool_path)
+            ctx.service(TaskManager).release_spool(proc)
         sandbox_note = None
         if out.exit_code not in (0, None) and out.stop_reason is None:
             sandbox_note = _sandbox_note(rendered.text[-4000:], out.exit_code, ctx)
@@ -313,7 +321,7 @@ class Bash(Tool):
 
     def _start_background(self, params: BashInput, ctx: ToolContext, manager: TaskManager,
                           cwd: Path, cwd_note: str | None) -> ToolResult:
-        timeout_ms = params.timeout if params.timeout is not None else ctx.setting("bash.backgroundTimeoutMs", 0)
+        timeout_ms = params.timeout if params.timeout is not None else _int_setting(ctx, "bash.backgroundTimeoutMs", 0)
         try:
             proc = manager.spawn(params.command, cwd, (timeout_ms / 1000) if timeout_ms else None, record_cwd=False)
         except ShellError as e:
@@ -359,9 +367,3 @@ class Bash(Tool):
         ).model_dump()
         return {k: v for k, v in data.items() if v is not None or k == "exitCode"}
 
-
-def _unlink(path: Path) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
