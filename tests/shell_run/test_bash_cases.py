@@ -34,6 +34,8 @@ CASES = [
     ("timeout-zero", {"command": "true", "timeout": 0}, {}, ["positive number"], {}, True),
     ("timeout-as-string", {"command": "echo fine", "timeout": "5000"}, {}, ["fine"], {"exitCode": 0}, False),
     ("nul-in-command", {"command": "echo a\x00b"}, {}, ["NUL byte"], {}, True),
+    ("lone-surrogate", {"command": "echo \ud800x"}, {}, ["unpaired UTF-16 surrogate"], {}, True),
+    ("escaped-surrogate", {"command": "echo '\udcff'"}, {}, ["unpaired UTF-16 surrogate"], {}, True),
     ("empty-command", {"command": "   "}, {}, ["command is empty"], {}, True),
     ("syntax-error", {"command": "if then fi"}, {}, ["syntax error", "Exit code 2"], {"exitCode": 2}, False),
     ("output-limit", {"command": "yes"}, {"maxOutputBytes": 2_000_000},

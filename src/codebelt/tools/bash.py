@@ -218,6 +218,14 @@ class Bash(Tool):
                 "The command contains a NUL byte (\\0), which bash cannot take in a command line. "
                 "Remove it; to produce a NUL byte, write printf '\\0'."
             )
+        try:
+            command.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ToolError(
+                f"The command contains an unpaired UTF-16 surrogate ({command[e.start]!r} at "
+                f"position {e.start}), which is not valid text. Send the command as valid Unicode; "
+                "to produce arbitrary bytes, use printf escapes such as printf '\\xff'."
+            ) from None
         if not command.strip():
             raise ToolError("The command is empty. Pass the shell command to run in `command`.")
         self._timeout_ms(params, ctx)
