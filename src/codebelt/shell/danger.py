@@ -22,11 +22,12 @@ DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c", "http", "https", "xh
 INTERPRETERS = re.compile(r"^(?:(?:ba|z|da|k|c|tc|fi|mk|y|a)?sh|fish|python[0-9.]*|pypy[0-9.]*|perl[0-9.]*|ruby[0-9.]*|node|nodejs|deno|bun|php[0-9.]*|lua[0-9.]*|Rscript|osascript|pwsh|powershell|tclsh|wish|source|eval)$")
 BLOCK_DEVICES = re.compile(r"^/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|loop|md|dm-|mapper/|mem$|kmem$|port$|rdisk)")
 PROTECTED_BRANCHES = re.compile(r"^(?:refs/heads/)?(?:main|master|trunk|develop|production|prod|release.*)$")
-FORK_BOMB = re.compile(r"([A-Za-z_:][\w:]*)\s*\(\s*\)\s*\{[^}]*\1\s*\|\s*\1\s*&")
+# Bounded repetitions and a word-start anchor keep these linear on megabyte-long commands.
+FORK_BOMB = re.compile(r"(?<![\w:])([A-Za-z_:][\w:]{0,63})\s{0,20}\(\s{0,20}\)\s{0,20}\{[^}]{0,200}\1\s*\|\s*\1\s*&")
 # Last-resort text patterns for scripts the parser could not flatten (complex): pipe from a
 # downloader into a shell, or a shell fed by a downloader's process/command substitution.
 _PIPE_TO_SHELL_TEXT = re.compile(
-    r"\b(?:curl|wget|fetch)\b[^\n;&]*\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+)?(?:/\S*/)?(?:ba|z|da|k)?sh\b|"
+    r"\b(?:curl|wget|fetch)\b[^\n;&]{0,4000}\|\s{0,20}(?:sudo\s+(?:-\S+\s+){0,10})?(?:env\s+)?(?:/\S{0,200}/)?(?:ba|z|da|k)?sh\b|"
     r"\b(?:ba|z|da|k)?sh\s+(?:-\S+\s+)*<\(\s*(?:curl|wget)\b|"
     r"\b(?:ba|z|da|k)?sh\s+-c\s+[\"']?\$\(\s*(?:curl|wget)\b"
 )
