@@ -126,6 +126,16 @@ class Session:
     def tool_specs(self) -> list[dict[str, Any]]:
         return [t.spec() for t in self._tools.values()]
 
+    def tasks(self) -> list[dict[str, Any]]:
+        """The session's background shell tasks: id, command, status, output file."""
+        from .shell.tasks import TaskManager
+
+        return [
+            {"id": t.id, "command": t.command, "description": t.description,
+             "status": t.status(), "status_text": t.status_text(), "output_path": str(t.output_path)}
+            for t in self.service(TaskManager).tasks()
+        ]
+
     # -- the pipeline ------------------------------------------------------------------------
     def call(
         self,
