@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Install codebelt into ./.venv on a fresh Debian/Ubuntu machine with Python 3.11; safe to re-run.
+#   bash scripts/setup.sh          the package (codebelt, apply_patch)
+#   bash scripts/setup.sh --test   plus the test dependencies (and the MCP Inspector, if npm exists)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+need=()
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)       # the Bash sandbox
+command -v git >/dev/null 2>&1 || need+=(git)
+python3 -c "import ensurepip, venv" >/dev/null 2>&1 || need+=(python3-venv)
+if [ "${#need[@]}" -gt 0 ]; then
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+if [ "${1:-}" = "--test" ]; then
+  .venv/bin/python -m pip install -q -e '.[test]'
+  # The MCP Inspector test installs this itself when missing; doing it here keeps it out of the test's time.
+  inspector="${CODEBELT_INSPECTOR_DIR:-$HOME/.cache/codebelt-test/inspector-0.15.0}"
+  if command -v npm >/dev/null 2>&1 && [ ! -d "$inspector/node_modules/@modelcontextprotocol/inspector" ]; then
+    npm install --no-audit --no-fund --silent --prefix "$inspector" @modelcontextprotocol/inspector@0.15.0 >/dev/null 2>&1 \
+      || echo "note: npm could not install the MCP Inspector; its test will say so and skip"
+  fi
+else
+  .venv/bin/python -m pip install -q -e .
+fi
