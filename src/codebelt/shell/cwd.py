@@ -18,6 +18,29 @@ if TYPE_CHECKING:
     from ..session import Session
 
 
+# Builtins through which a command can change the shell's own directory (external programs
+# cannot): anything else lets bash exec the command directly, without the EXIT trap's fork.
+_CWD_BUILTINS = frozenset({"cd", "pushd", "popd", "source", ".", "eval", "exec", "builtin",
+                           "command", "trap", "enable", "alias", "set", "shopt"})
+
+
+def may_change_cwd(command: str) -> bool:
+    """False only when every part is a plain simple command that is not a cwd-changing builtin.
+
+    Conservative: anything the parser cannot flatten (functions, subshells, expansions in
+    command position …) counts as "may change it", and the directory is recorded as usual.
+    """
+    from .parse import parse
+
+    script = parse(command)
+    if script.complex is not None or not script.commands:
+        return True
+    for cmd in script.commands:
+        if not cmd.argv or cmd.argv[0] in _CWD_BUILTINS:
+            return True
+    return False
+
+
 class ShellCwd:
     """Per-session service (`ctx.service(ShellCwd)`)."""
 

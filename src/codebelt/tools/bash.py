@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..permissions.requests import CommandRequest
-from ..shell.cwd import ShellCwd
+from ..shell.cwd import ShellCwd, may_change_cwd
 from ..shell.foreground import wait_foreground
 from ..shell.runner import Outcome, ShellError, ShellProcess
 from ..shell.spool import Progress, render
@@ -274,7 +274,10 @@ class Bash(Tool):
         progress = _progress_sink(ctx)
         # Nothing between spawn and wait_foreground may raise: the caller's thread watches.
         try:
-            proc = manager.spawn(params.command, cwd, timeout_ms / 1000, record_cwd=True, watch=False)
+            # Recording the final directory costs bash a fork (it cannot exec the last command
+            # under an EXIT trap); skip it when the command cannot change the directory.
+            proc = manager.spawn(params.command, cwd, timeout_ms / 1000,
+                                 record_cwd=may_change_cwd(params.command), watch=False)
         except ShellError as e:
             raise ToolError(f"The command could not be started: {e}") from None
         finished = wait_foreground(
