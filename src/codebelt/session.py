@@ -254,6 +254,15 @@ class Session:
         decision = self.engine.decide(tool.name, requests)
         if decision.behavior == "ask":
             decision = self._ask(tool, raw, decision)
+            if decision.behavior == "allow" and tool.permission_requests(params, ctx) != requests:
+                # A symlink or directory was swapped while the user decided: what was approved
+                # is no longer what would run (TOCTOU). Refuse rather than write elsewhere.
+                return Decision.deny(
+                    "the paths this call touches changed while approval was pending (a symlink "
+                    "or directory was replaced); nothing was done. Call again to be asked about "
+                    "the new paths",
+                    "workspace",
+                )
         return decision
 
     def _ask(self, tool: Tool, raw: Any, decision: Decision) -> Decision:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import stat
 import tempfile
 from pathlib import Path
@@ -35,9 +36,15 @@ def _describe(err: OSError, path: Path) -> str:
 def write_atomic(path: Path, data: bytes, *, mode: int | None = None, fsync: bool = True) -> None:
     """Replace `path` with `data` atomically, creating parent directories.
 
-    Raises AtomicWriteError (the file is left as it was) on any failure.
+    `path` must be resolved (no symlinked directory on it, as `Workspace.resolve` returns):
+    the directory is reached component by component without following symlinks, and the temp
+    file and rename happen inside that directory's descriptor. A directory swapped for a
+    symlink after the permission check therefore fails the write instead of redirecting it
+    outside the workspace. Raises AtomicWriteError (the file is left as it was) on any failure.
     """
     path = Path(path)
+    if _DIR_FD:
+        return _write_in_dir(path, data, mode, fsync)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -105,3 +112,99 @@ def _read_only_fs(directory: Path) -> bool:
         return bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
     except OSError:
         return False
+
+
+# Where the OS lets us work relative to a directory descriptor (Linux, macOS, BSDs).
+_DIR_FD = {os.open, os.mkdir, os.stat, os.rename, os.unlink} <= os.supports_dir_fd and hasattr(os, "O_NOFOLLOW")
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_dir(directory: Path) -> int:
+    """A descriptor of `directory`, walked from `/` one component at a time without following
+    symlinks, creating missing directories. A symlinked component raises OSError(ELOOP)."""
+    fd = os.open(directory.anchor or "/", _DIR_FLAGS)
+    try:
+        for name in directory.parts[1:]:
+            try:
+                nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                try:
+                    os.mkdir(name, 0o777, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _first_symlink(directory: Path) -> Path | None:
+    for p in reversed([directory, *directory.parents]):
+        if p.is_symlink():
+            return p
+    return None
+
+
+def _write_in_dir(path: Path, data: bytes, mode: int | None, fsync: bool) -> None:
+    try:
+        dfd = _open_dir(path.parent)
+    except OSError as e:
+        link = _first_symlink(path.parent) if e.errno in (errno.ELOOP, errno.ENOTDIR) else None
+        if link is not None:
+            raise AtomicWriteError(e.errno, f"{link} is a symlink, not a directory (was it just "
+                                   "replaced?); the write was refused") from e
+        if e.errno == errno.ENOTDIR:
+            raise AtomicWriteError(e.errno, f"a part of {path.parent} is a file, not a directory") from e
+        raise AtomicWriteError(e.errno, _describe(e, path.parent)) from e
+    name = path.name
+    tmp_name = None
+    try:
+        try:
+            st = os.stat(name, dir_fd=dfd)
+            keep_mode = stat.S_IMODE(st.st_mode)
+            if not os.access(path, os.W_OK):
+                if _read_only_fs(path.parent):
+                    raise AtomicWriteError(errno.EROFS, f"{path} is on a read-only file system")
+                raise AtomicWriteError(errno.EACCES, f"{path} is read-only (mode {keep_mode:o})")
+        except FileNotFoundError:
+            keep_mode = None
+        if mode is not None:
+            keep_mode = mode
+        tmp_name = f".{name[:200]}.{secrets.token_hex(4)}.codebelt-tmp"
+        fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
+                     0o600, dir_fd=dfd)
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            if keep_mode is None:
+                umask = os.umask(0)
+                os.umask(umask)
+                keep_mode = 0o666 & ~umask
+            os.fchmod(fd, keep_mode)
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp_name, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        tmp_name = None
+        if fsync:
+            try:
+                os.fsync(dfd)
+            except OSError:
+                pass
+    except AtomicWriteError:
+        raise
+    except OSError as e:
+        raise AtomicWriteError(e.errno, _describe(e, path)) from e
+    finally:
+        if tmp_name is not None:
+            try:
+                os.unlink(tmp_name, dir_fd=dfd)
+            except OSError:
+                pass
+        os.close(dfd)
