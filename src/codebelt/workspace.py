@@ -80,10 +80,15 @@ class Workspace:
         parts = resolved.relative_to(r).parts
         if not parts:
             return None
-        if parts[0] in PROTECTED_DIRS:
-            return f"{parts[0]}/ holds agent configuration"
-        if parts[0] == ".git":
-            return ".git/ internals (hooks, config) can make git run programs"
-        if parts[-1].startswith(".env"):
+        # At any depth (nested repositories and submodules have hooks too; an agent started in a
+        # subdirectory reads its .claude/), and case-folded: on case-insensitive file systems
+        # (macOS, Windows) `.GIT/hooks` is `.git/hooks`.
+        folded = [p.casefold() for p in parts]
+        for name in folded:
+            if name in PROTECTED_DIRS:
+                return f"{name}/ holds agent configuration"
+            if name == ".git":
+                return ".git/ internals (hooks, config) can make git run programs"
+        if folded[-1].startswith(".env"):
             return f"{parts[-1]} may hold secrets"
         return None
