@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from codebelt.files.codec import UTF8, TextFormat
-from codebelt.files.lines import LineIndex, LineIndexCache, MAX_LINE_CHARS, read_page, read_page_text
+from codebelt.files.lines import (
+    LineIndex, LineIndexCache, MAX_LINE_CHARS, count_newlines, read_page, read_page_text,
+)
 
 
 def naive_rows(data: bytes) -> list[str]:
@@ -146,3 +148,29 @@ def test_lines_longer_than_a_read_chunk_stream_correctly(tmp_path, length):
     page = read_page(path, UTF8, LineIndex(path, len(data)), 1, 10**6, 10**9)
     assert page.text.split("\n") == naive_rows(data)
     assert page.next_offset is None and page.total_lines == 3
+
+
+# count_newlines takes a memchr path for sparse newlines and falls back to a plain count for dense
+# ones (the cap is one newline per 48 bytes): both sides of that cap, and blocks that change density.
+@pytest.mark.parametrize("pattern", [
+    b"", b"\n", b"x" * 47 + b"\n", b"x" * 48 + b"\n", b"x" * 46 + b"\n", b"\n\n\n", b"abc",
+    b"x" * 200 + b"\n", b"\r\n", b"x" * 5000 + b"\n" * 3000,
+])
+@pytest.mark.parametrize("size", [0, 1, 4095, 4096, 64 * 1024, 300_001])
+def test_count_newlines_matches_count(pattern, size):
+    data = (pattern * (size // max(len(pattern), 1) + 1))[:size] if pattern else b"y" * size
+    for buf in (data, bytearray(data)):
+        assert count_newlines(buf) == data.count(b"\n")
+        for start, end in [(0, size), (size // 3, size), (1, max(size - 7, 1)), (size // 2, size // 2)]:
+            end = max(start, end)
+            assert count_newlines(buf, start, end) == data.count(b"\n", start, end)
+
+
+@settings(max_examples=40, deadline=None)
+@given(runs=st.lists(st.tuples(st.integers(1, 120), st.integers(0, 3000)), min_size=1, max_size=12),
+       cut=st.integers(0, 10_000))
+def test_count_newlines_mixed_density(runs, cut):
+    # runs of lines of one length: dense and sparse regions inside one block
+    data = b"".join((b"z" * (length - 1) + b"\n") * count for length, count in runs)
+    start = min(cut, len(data))
+    assert count_newlines(data, start, len(data)) == data.count(b"\n", start)

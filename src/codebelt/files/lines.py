@@ -31,6 +31,26 @@ MAX_LINE_CHARS = 5000  # longer lines become continuation rows N.1, N.2, …
 PIECE_BYTES = 64 * 1024  # a long line is read in pieces of this size
 
 
+def count_newlines(buf, start: int = 0, end: int | None = None) -> int:
+    """Newlines in buf[start:end] (a block of up to a few MB).
+
+    `bytes.count` of one byte is a plain C loop (~2.7 GB/s here), while `bytes.replace` finds
+    the byte with memchr (SIMD); so for text with ordinary lines, "length minus length without
+    newlines" is ~2.5x faster. With short lines memchr's per-call cost wins the other way, so
+    the replace is capped at one newline per 48 bytes and a denser block is counted directly:
+    the worst case costs about twice a plain count, never the ~40x an uncapped replace would."""
+    if end is None:
+        end = len(buf)
+    if end - start < 4096:
+        return buf.count(b"\n", start, end)
+    part = buf[start:end] if (start or end != len(buf)) else buf
+    cap = len(part) // 48
+    removed = len(part) - len(part.replace(b"\n", b"", cap))
+    if removed >= cap:
+        return part.count(b"\n")
+    return removed
+
+
 class LineIndex:
     """Checkpoints (offset, newlines before offset) every `block_size` bytes of one file."""
 
@@ -74,7 +94,7 @@ class LineIndex:
                     if self.offsets[-1] != self.scanned + start:
                         self.offsets.append(self.scanned + start)
                         self.lines_before.append(count)
-                count += buf.count(b"\n", start, min(start + self.block_size, n))
+                count += count_newlines(buf, start, min(start + self.block_size, n))
             self.newlines = count
             self.ends_with_newline = buf[n - 1] == 0x0A
             self.scanned += n
