@@ -141,6 +141,19 @@ def _open_dir(directory: Path) -> int:
         raise
 
 
+def _keep_owner(fd: int, st: os.stat_result) -> None:
+    """Give the new file the old one's owner and group where allowed (root editing a user's
+    file must not leave it root-owned); otherwise keep at least the group if we can."""
+    if (st.st_uid, st.st_gid) == (os.geteuid(), os.getegid()):
+        return
+    for uid in (st.st_uid, -1):
+        try:
+            os.fchown(fd, uid, st.st_gid)
+            return
+        except OSError:
+            continue
+
+
 def _first_symlink(directory: Path) -> Path | None:
     for p in reversed([directory, *directory.parents]):
         if p.is_symlink():
@@ -162,6 +175,7 @@ def _write_in_dir(path: Path, data: bytes, mode: int | None, fsync: bool) -> Non
     name = path.name
     tmp_name = None
     try:
+        st = None
         try:
             st = os.stat(name, dir_fd=dfd)
             keep_mode = stat.S_IMODE(st.st_mode)
@@ -185,7 +199,9 @@ def _write_in_dir(path: Path, data: bytes, mode: int | None, fsync: bool) -> Non
                 umask = os.umask(0)
                 os.umask(umask)
                 keep_mode = 0o666 & ~umask
-            os.fchmod(fd, keep_mode)
+            if st is not None:
+                _keep_owner(fd, st)
+            os.fchmod(fd, keep_mode)  # after chown, which may clear set-id bits
             if fsync:
                 os.fsync(fd)
         finally:
