@@ -42,40 +42,43 @@ def path_key(path: str) -> tuple[bytes, ...]:
     return tuple(os.fsencode(path).split(b"/"))
 
 
-class _Rev:
-    """Reverses ordering so heapq (a min-heap) can keep the k smallest keys."""
-
-    __slots__ = ("key", "item")
-
-    def __init__(self, key: tuple, item: object):
-        self.key, self.item = key, item
-
-    def __lt__(self, other: "_Rev") -> bool:
-        return self.key > other.key
-
-
 class TopK:
-    """The `k` smallest items by key seen so far (k=None keeps all); counts everything."""
+    """The `k` smallest entries seen so far (k=None keeps all); counts everything.
+
+    Entries are tuples compared as they are (key first; keys are unique). They are appended
+    to a buffer that is cut back to the best `k` with `heapq.nsmallest` (C code) whenever it
+    reaches 2k + 1024 entries: memory stays O(k) and the per-entry cost is one append, much
+    less than a heap push through Python comparison methods.
+    """
 
     def __init__(self, k: int | None):
         self.k = k
-        self.heap: list[_Rev] = []
+        self.buf: list[tuple] = []
         self.seen = 0
+        self._prune_at = None if k is None else 2 * k + 1024
 
-    def add(self, key: tuple, item: object) -> None:
+    def add(self, entry: tuple) -> None:
         self.seen += 1
-        if self.k is None:
-            self.heap.append(_Rev(key, item))  # keep all: sorted once at the end
-        elif len(self.heap) < self.k:
-            heapq.heappush(self.heap, _Rev(key, item))
-        elif self.k > 0 and key < self.heap[0].key:
-            heapq.heapreplace(self.heap, _Rev(key, item))
+        self.buf.append(entry)
+        if self._prune_at is not None and len(self.buf) >= self._prune_at:
+            self.prune()
 
-    def sorted(self) -> list:
-        return [r.item for r in sorted(self.heap, key=lambda r: r.key)]
+    def extend(self, entries: list[tuple]) -> None:
+        self.seen += len(entries)
+        self.buf += entries
+        if self._prune_at is not None and len(self.buf) >= self._prune_at:
+            self.prune()
+
+    def prune(self) -> None:
+        if self.k is not None and len(self.buf) > self.k:
+            self.buf = heapq.nsmallest(self.k, self.buf)
+
+    def sorted(self) -> list[tuple]:
+        self.prune()
+        return sorted(self.buf)
 
     def clear(self) -> None:
-        self.heap.clear()
+        self.buf = []
         self.seen = 0
 
 
@@ -129,17 +132,25 @@ class NewestFiles(_Filtered):
             self._fd = None
 
     def on_record(self, record: bytes, clipped: bool) -> bool:
-        if not record or clipped:
-            return True
-        if self.visible is not None and not self._shown(decode_path(record)):
-            return True
+        if not clipped:
+            self.on_records([record])
+        return True
+
+    def on_records(self, records: list[bytes]) -> bool:
+        # one tight loop per chunk: stat is most of the cost of a big listing
+        if self.visible is not None:
+            records = [r for r in records if r and self._shown(decode_path(r))]
         if self._fd is None:
             self._fd = os.open(self.cwd, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            mtime = os.stat(record, dir_fd=self._fd).st_mtime_ns
-        except OSError:
-            mtime = 0  # vanished or unreadable: still a match, sorted last
-        self.top.add((-mtime, record), record)
+        fd, stat = self._fd, os.stat
+        entries = []
+        for rec in records:
+            if rec:
+                try:
+                    entries.append((-stat(rec, dir_fd=fd).st_mtime_ns, rec))
+                except OSError:
+                    entries.append((0, rec))  # vanished or unreadable: a match, sorted last
+        self.top.extend(entries)
         return True
 
     @property
@@ -147,7 +158,7 @@ class NewestFiles(_Filtered):
         return self.top.seen
 
     def paths(self) -> list[str]:
-        return [decode_path(r) for r in self.top.sorted()]
+        return [decode_path(r) for _, r in self.top.sorted()]
 
     def reset(self) -> None:
         super().reset()
@@ -176,7 +187,7 @@ class Counts(_Filtered):
         except ValueError:
             return True
         self.total_matches += count
-        self.top.add(path_key(rel), (rel, count))
+        self.top.add((path_key(rel), rel, count))
         return True
 
     @property
@@ -184,7 +195,7 @@ class Counts(_Filtered):
         return self.top.seen
 
     def entries(self) -> list[tuple[str, int]]:
-        return self.top.sorted()
+        return [(rel, count) for _, rel, count in self.top.sorted()]
 
     def reset(self) -> None:
         super().reset()
