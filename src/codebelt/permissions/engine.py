@@ -6,6 +6,7 @@ checks (workspace containment, protected paths, read-only commands) and the mode
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -120,13 +121,13 @@ class PermissionEngine:
             return Decision.ask(
                 f"path {path} is outside the workspace",
                 "workspace",
-                suggestion=f"add Read(/{path}) to permissions.allow, or its directory to permissions.additionalDirectories",
+                suggestion=f"add Read({_rule_path(str(path))}) to permissions.allow, or its directory to permissions.additionalDirectories",
             )
         if not inside:
             return Decision.deny(
                 f"path {path} is outside the workspace",
                 "workspace",
-                suggestion=f"add Edit(/{path}) to permissions.allow, or its directory to permissions.additionalDirectories",
+                suggestion=f"add Edit({_rule_path(str(path))}) to permissions.allow, or its directory to permissions.additionalDirectories",
             )
         protected = self.workspace.protected_reason(path)
         if protected is not None:
@@ -135,9 +136,9 @@ class PermissionEngine:
             return Decision.ask(
                 f"{rel} is a protected path ({protected})",
                 "workspace",
-                suggestion=f"add Edit(./{rel}) to permissions.allow",
+                suggestion=f"add Edit({_rule_path(rel)}) to permissions.allow",
             )
-        return self.decide_by_mode(f"writing {rel}", "write", suggestion=f"use --mode acceptEdits, or add Edit(./{rel}) to permissions.allow")
+        return self.decide_by_mode(f"writing {rel}", "write", suggestion=f"use --mode acceptEdits, or add Edit({_rule_path(rel)}) to permissions.allow")
 
     def decide_by_mode(self, what: str, kind: str, suggestion: str | None = None) -> Decision:
         """The mode's answer for an action no rule or built-in check settled."""
@@ -173,6 +174,13 @@ class PermissionEngine:
             behavior, rule = matched
             return Decision(behavior, f"{_verb(behavior)} by rule {rule.text} in {rule.source}", "rule", rule=rule.text, source=rule.source)  # type: ignore[arg-type]
         return self.decide_by_mode("running a shell command", "command")
+
+
+def _rule_path(rel: str) -> str:
+    """A rule specifier naming exactly this path: `./rel` inside the root, `//abs` elsewhere
+    (an additional directory), so the suggested rule really matches."""
+    literal = re.sub(r"([\\*?\[])", r"\\\1", rel)  # gitignore-style escapes: glob characters match themselves
+    return "/" + literal if rel.startswith("/") else "./" + literal
 
 
 def _verb(behavior: str) -> str:
