@@ -176,6 +176,22 @@ def test_cancel_event_stops_rg(tmp_path):
     assert res.cancelled and not res.timed_out
 
 
+def test_keep_going_judgement_ends_a_quiet_rg_as_over_budget(tmp_path):
+    # rg prints one line, then nothing: the judgement is polled while it is quiet
+    rg = fake_rg(tmp_path, "echo first; sleep 30\n")
+    c = Lines()
+    seen: list[float] = []
+
+    def keep_going(elapsed: float) -> bool:
+        seen.append(elapsed)
+        return not c.records  # enough once anything arrived
+
+    res = run(["x"], tmp_path, c, rg=rg, timeout=30, keep_going=keep_going)
+    assert res.over_budget and not res.timed_out and not res.complete
+    assert c.records == [b"first"] and res.elapsed < 10
+    assert seen == sorted(seen)
+
+
 def test_eagain_is_retried_once_single_threaded(tmp_path):
     log = tmp_path / "calls"
     rg = fake_rg(

@@ -316,6 +316,13 @@ class ContentLines(_Filtered):
         self._page_chars += len(rel) + len(text) + 3
         return True
 
+    def progress(self) -> float:
+        """Ordered mode: the fraction of the page found so far (1.0 = complete)."""
+        by_chars = self._page_chars / self.max_chars if self.max_chars > 0 else 0.0
+        if self.limit is None:
+            return by_chars
+        return max(self.count / (self.offset + self.limit + 1), by_chars)
+
     def page(self) -> list[Line]:
         """The requested page (unordered mode sorts by file path first, keeping line order)."""
         if self.ordered:

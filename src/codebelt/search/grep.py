@@ -24,6 +24,7 @@ from .collect import ContentLines, Counts, Line, NewestFiles, Visible
 Mode = Literal["content", "files_with_matches", "count"]
 
 SORTED_BUDGET = 0.05  # seconds of `rg --sort path` before switching to a parallel scan
+SORTED_PROBE = 0.01  # after this long, give up early on `--sort path` if it cannot make it
 SORT_IN_MEMORY_BYTES = 2 << 20  # rg output kept for sorting here; beyond it, rg sorts
 
 
@@ -80,7 +81,8 @@ def split_globs(glob: str | None) -> list[str]:
     return out
 
 
-def build_args(q: GrepQuery, target: str, *, sort_path: bool = False) -> list[str]:
+def build_args(q: GrepQuery, target: str, *, sort_path: bool = False,
+               line_buffered: bool = False) -> list[str]:
     args = ["--no-config", "--color=never", "--no-heading", "--with-filename", "--null"]
     if q.hidden:
         args.append("--hidden")
@@ -109,6 +111,8 @@ def build_args(q: GrepQuery, target: str, *, sort_path: bool = False) -> list[st
                 args += ["-A", str(q.after)]
     if sort_path:
         args.append("--sort=path")
+    if line_buffered:
+        args.append("--line-buffered")
     for g in split_globs(q.glob):
         args += ["--glob", g]
     # Later globs win in rg, so the always-on exclusions come last.
@@ -124,8 +128,10 @@ def _content(q: GrepQuery, cwd: str, target: str, visible: Visible | None, run,
              sorted_budget: float, sort_bytes: int):
     """Content mode, path-ordered so `offset` pages are stable between calls.
 
-    1. `rg --sort path` (single-threaded) for a short budget: dense matches fill the page
-       within milliseconds and rg is ended right there.
+    1. `rg --sort path` (single-threaded, line-buffered so progress shows) for a short
+       budget: dense matches fill the page within milliseconds and rg is ended right there.
+       It is given up early when, after SORTED_PROBE, the pace so far says the page cannot
+       be complete within the budget (a sparse pattern: nothing or little found yet).
     2. Past the budget, rg in parallel, keeping everything up to SORT_IN_MEMORY_BYTES of
        output, sorted here: a sparse pattern costs one parallel scan.
     3. More output than that: `rg --sort path` again, to the end of the page however long.
@@ -134,8 +140,24 @@ def _content(q: GrepQuery, cwd: str, target: str, visible: Visible | None, run,
         return ContentLines(cwd, offset=q.offset, limit=q.limit,
                             max_chars=q.max_chars, ordered=True, visible=visible)
 
+    first_output: list[float] = []
+
+    def promising(elapsed: float) -> bool:
+        # Extrapolate the pace since the first line (rg's start-up is a fixed cost, not
+        # pace); nothing at all after the probe time means a sparse (or late) pattern.
+        done = c.progress()
+        if done > 0 and not first_output:
+            first_output.append(elapsed)
+        if elapsed < SORTED_PROBE:
+            return True
+        if done <= 0:
+            return False
+        start = first_output[0]
+        return start + (elapsed - start) / done <= sorted_budget
+
     c = ordered()
-    res = run(build_args(q, target, sort_path=True), c, sorted_budget)
+    res = run(build_args(q, target, sort_path=True, line_buffered=True), c, sorted_budget,
+              promising)
     if not res.over_budget:
         return c, res
     c = ContentLines(cwd, offset=q.offset, limit=q.limit, max_chars=q.max_chars,
@@ -167,10 +189,11 @@ def grep(
     """
     started = time.monotonic()
 
-    def run(args: list[str], consumer: ripgrep.Consumer, budget: float | None = None):
+    def run(args: list[str], consumer: ripgrep.Consumer, budget: float | None = None,
+            keep_going=None):
         left = max(timeout - (time.monotonic() - started), 0.05)
         return ripgrep.run(args, cwd, consumer, rg=rg, timeout=left, kill_grace=kill_grace,
-                           cancel_event=cancel_event, budget=budget)
+                           cancel_event=cancel_event, budget=budget, keep_going=keep_going)
 
     keep = None if q.limit is None else q.offset + q.limit
     out = GrepOutcome(mode=q.mode)

@@ -26,6 +26,8 @@ from ..errors import CodebeltError
 
 DEFAULT_TIMEOUT = 20.0
 KILL_GRACE = 5.0
+TICK = 0.002  # how often a `keep_going` judgement is polled while rg is quiet
+COALESCE = 0.001  # seconds: how long a watched rg's lines may gather before they are read
 CHUNK = 64 * 1024
 STDERR_KEEP = 16 * 1024  # bytes of rg's stderr kept; the rest is counted, not stored
 VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
@@ -148,16 +150,19 @@ def run(
     kill_grace: float = KILL_GRACE,
     cancel_event: threading.Event | None = None,
     budget: float | None = None,
+    keep_going: Callable[[float], bool] | None = None,
 ) -> RunResult:
     """Run `rg ARGS` in `cwd`, streaming stdout into `consumer`. Never raises on rg failures:
     the caller reads `returncode`, `errors`, `timed_out` … from the result.
 
     `budget` is a soft time limit in seconds for callers with a plan B: past it rg is ended
-    and `over_budget` is set (not an error, unlike `timeout`).
+    and `over_budget` is set (not an error, unlike `timeout`). `keep_going(elapsed)` is the
+    same idea as a judgement: polled at least every TICK seconds, False ends rg the same way.
     """
     binary = rg or locate()
     result = _run_once(
-        binary, list(args), cwd, consumer, timeout, kill_grace, cancel_event, budget
+        binary, list(args), cwd, consumer, timeout, kill_grace, cancel_event, budget,
+        keep_going,
     )
     if (
         result.returncode == 2
@@ -168,7 +173,8 @@ def run(
         # EAGAIN is usually a transient thread-spawn failure: retry once, single-threaded.
         consumer.reset()
         retry = _run_once(
-            binary, ["-j1", *args], cwd, consumer, timeout, kill_grace, cancel_event, budget
+            binary, ["-j1", *args], cwd, consumer, timeout, kill_grace, cancel_event, budget,
+            keep_going,
         )
         retry.retried_single_thread = True
         retry.elapsed += result.elapsed
@@ -204,6 +210,7 @@ def _run_once(
     kill_grace: float,
     cancel_event: threading.Event | None,
     budget: float | None = None,
+    keep_going: Callable[[float], bool] | None = None,
 ) -> RunResult:
     argv = [binary, *args]
     started = time.monotonic()
@@ -239,12 +246,16 @@ def _run_once(
             if cancel_event is not None and cancel_event.is_set():
                 result.cancelled = True
                 break
-            if soft is not None and now >= soft:
+            if (soft is not None and now >= soft) or (
+                keep_going is not None and not keep_going(now - started)
+            ):
                 result.over_budget = True
                 break
             wait = deadline - now
             if cancel_event is not None:
                 wait = min(wait, 0.1)
+            if keep_going is not None:
+                wait = min(wait, TICK)
             if soft is not None:
                 wait = min(wait, soft - now)
             for key, _ in sel.select(timeout=max(wait, 0.0)):
@@ -265,6 +276,10 @@ def _run_once(
                     result.stopped_early = True
                     open_fds.clear()
                     break
+                elif keep_going is not None and len(data) < CHUNK:
+                    # a watched (line-buffered) rg writes line by line: let a few lines
+                    # gather instead of waking up for each one
+                    time.sleep(COALESCE)
         if result.timed_out or result.cancelled or result.stopped_early or result.over_budget:
             _stop(proc, kill_grace)
         else:
