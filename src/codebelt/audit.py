@@ -68,7 +68,16 @@ def summarize_input(value: Any) -> str:
 
 
 def connect(path: Path) -> sqlite3.Connection:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # The log holds what tools were given (file contents, commands with tokens): private to the
+    # user. A new directory is 0700 and a new database 0600 (SQLite gives its -wal/-shm files the
+    # database's mode); existing ones are left as their owner set them.
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    except OSError:
+        pass  # sqlite reports a real problem below, with its own message
     conn = sqlite3.connect(path, timeout=10, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
