@@ -48,6 +48,13 @@ def build_layout(root: Path) -> Path:
     (root / "README.md").write_text("# readme\n")
     (root / "src" / "main.py").write_text("def main(): pass\n")
     os.symlink("/etc/hosts", root / "link")
+    os.symlink("/etc", root / "linkdir")  # a directory link leading out
+    (root / "sub" / "deep" / "er").mkdir(parents=True)
+    os.symlink("sub/deep/er", root / "deeplink")  # inside, but `cd deeplink; cd ../..` climbs out
+    (root / "list").write_text("/etc/hosts\n")  # file names for --files0-from / xargs
+    for d in ("bare/objects", "bare/refs"):  # a directory git would take as a bare repository
+        (root / d).mkdir(parents=True)
+    (root / "bare" / "HEAD").write_text("ref: refs/heads/main\n")
     return root
 
 

@@ -10,6 +10,7 @@ directory changes.
 from __future__ import annotations
 
 import fnmatch
+import glob as _glob
 import os
 import re
 from dataclasses import dataclass, field
@@ -25,6 +26,13 @@ _MAX_PARSE_CHARS = 200_000  # beyond this we do not even parse; only text patter
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1", "/dev/fd/2"})
 _HOME_WORD = re.compile(r"""["']?\$\{?HOME\}?/?\*?["']?""")
 _HARMLESS_READS = frozenset({"/dev/null", "/dev/stdin", "/dev/zero", "/dev/urandom", "/dev/random", "-"})
+_MAX_GLOB_MATCHES = 2_000  # matches of one glob that are resolved and checked
+_MAX_LINK_SCAN = 50_000  # directory entries looked at for symlinks leading out of the workspace
+# Pipeline stages whose output is file names from the workspace (for `… | xargs cat`), and
+# filters that only select or reorder whole lines.
+_NAME_PRODUCERS = frozenset({"find", "ls", "rg", "grep", "egrep", "fgrep", "git"})
+_LINE_FILTERS = frozenset({"grep", "egrep", "fgrep", "head", "tail", "sort", "uniq"})
+_ODD_NAME = re.compile(r"[\s'\"\\]")
 
 
 @dataclass
@@ -44,6 +52,8 @@ class CommandVerdict:
     cwd: Path | None = None  # the directory it runs in
     op: str = ""  # the operator after it
     heredoc: bool = False
+    stdin_paths: bool = False  # xargs: takes file names from stdin
+    unwrapped: list[str] = field(default_factory=list)  # argv without wrappers and assignments
 
     def to_dict(self) -> dict:
         return {
@@ -112,7 +122,10 @@ def analyze(command: str, cwd: Path | None, workspace) -> Analysis:
 class _Walker:
     def __init__(self, cwd: Path, workspace):
         self.cwd = Path(os.path.realpath(cwd))
+        self.logical = Path(os.path.normpath(os.path.abspath(cwd)))  # what bash's `cd ..` works from
         self.ws = workspace
+        self._links: dict[Path, list[tuple[Path, Path]] | None] = {}
+        self._odd_names: set[Path] = set()  # trees with names xargs would split (spaces, quotes)
         self.env_tainted: str | None = None
         self._dash_names: dict[Path, list[str]] = {}
         self._resolved: dict[tuple[Path, str], Path] = {}
@@ -120,7 +133,18 @@ class _Walker:
         self.skip_reads = False
 
     def run(self, script: Script) -> list[CommandVerdict]:
-        out = [self.command(c) for c in script.commands]
+        out: list[CommandVerdict] = []
+        seg_start = 0
+        for i, c in enumerate(script.commands):
+            v = self.command(c)
+            if v.stdin_paths and v.argv_read_only:
+                problem = self._xargs_source(out[seg_start:i], c)
+                if problem:
+                    v.read_only = v.argv_read_only = False
+                    v.reason = problem
+            out.append(v)
+            if c.op not in ("|", "|&"):
+                seg_start = i + 1
         # pipelines: downloader | interpreter
         start = 0
         for i, c in enumerate(script.commands):
@@ -181,8 +205,8 @@ class _Walker:
 
     def _argv_verdict(self, c: SimpleCommand, u, globs: set[int], v: CommandVerdict) -> str | None:
         """None when the program and its arguments are read-only, else why not."""
-        for name, _ in u.env:
-            if dangerous_env(name):
+        for name, value in u.env:
+            if dangerous_env(name, value):
                 if not c.argv:
                     self.env_tainted = name  # `PATH=/x; ls`: later commands see it
                 return f"sets {name}, which can make programs load or run other code"
@@ -195,6 +219,8 @@ class _Walker:
         verdict = classify_argv(u.argv, u.extra_args)
         if not verdict.read_only:
             return verdict.reason
+        v.stdin_paths = verdict.stdin_paths
+        v.unwrapped = list(u.argv)
         name = command_name(u.argv[0]) or ""
         if name == "cd":
             return self._cd(u.argv[1:], v)
@@ -203,9 +229,10 @@ class _Walker:
             if problem:
                 return problem
             # `git diff --no-index /etc/shadow x`, `git blame --contents ~/x`: paths outside
+            # (also relative names of links: `git diff --no-index link-to-etc/passwd x`)
             for a in u.argv[1:]:
                 value = a.partition("=")[2] if a.startswith("-") else a
-                if value.startswith(("/", "~", "..")) and value not in _HARMLESS_READS:
+                if value and value not in _HARMLESS_READS and self._names_file(value):
                     v.reads.append(self.resolve(os.path.expanduser(value)))
         for i in sorted(globs):
             if i < len(u.argv) and self._glob_may_be_option(u.argv[i]):
@@ -217,29 +244,151 @@ class _Walker:
                     arg = arg.partition("=")[2]
                 if not arg or arg in _HARMLESS_READS:
                     continue
-                if i in globs or any(ch in arg for ch in "*?["):
-                    arg = _danger._glob_base(arg)
                 try:
-                    v.reads.append(self.resolve(arg))
+                    if i in globs:
+                        v.reads.extend(self._glob_paths(arg))
+                    else:
+                        v.reads.append(self.resolve(arg))
                 except (OSError, ValueError):
                     return f"cannot resolve the path {arg!r}"
         for value in verdict.read_values:
-            if value not in _HARMLESS_READS:
+            if value not in _HARMLESS_READS and self._names_file(value):
                 v.reads.append(self.resolve(os.path.expanduser(value)))
+        if verdict.follows_links and not self.skip_reads:
+            problem = self._follow_links(v)
+            if problem:
+                return problem
         v.reason = verdict.reason
+        return None
+
+    def _names_file(self, value: str) -> bool:
+        """Does an option value or operand name a file? (path-like, or an existing name)"""
+        if value.startswith(("/", "~", "..")) or "/../" in value or value.endswith("/.."):
+            return True
+        try:
+            return os.path.lexists(os.path.join(self.cwd, value))
+        except (OSError, ValueError):
+            return False
+
+    def _glob_paths(self, pattern: str) -> list[Path]:
+        """What an unquoted glob reads: its base directory and every match, resolved like the
+        kernel would (`s*/../../etc/passwd` matches `sublink/../../etc/passwd`)."""
+        out = [self.resolve(_danger._glob_base(pattern))]
+        py = re.sub(r"\[\^", "[!", pattern)  # bash accepts [^…] for negation, Python [!…]
+        try:
+            it = _glob.iglob(py, root_dir=self.cwd)
+            for k, m in enumerate(it):
+                if k >= _MAX_GLOB_MATCHES:
+                    break
+                out.append(self.resolve(m))
+        except (OSError, ValueError, re.error):
+            pass
+        if len(out) == 1 and ".." in pattern:
+            out.append(self.resolve(pattern))
+        return out
+
+    def _outside_links(self, top: Path) -> list[tuple[Path, Path]] | None:
+        """(link, target) for symlinks under `top` that lead outside the workspace; None if the
+        tree is too big to look through."""
+        if top in self._links:
+            return self._links[top]
+        found: list[tuple[Path, Path]] = []
+        stack = [top]
+        seen = 0
+        while stack:
+            d = stack.pop()
+            try:
+                with os.scandir(d) as it:
+                    for e in it:
+                        seen += 1
+                        if _ODD_NAME.search(e.name):
+                            self._odd_names.add(top)
+                        if seen > _MAX_LINK_SCAN:
+                            self._links[top] = None
+                            return None
+                        if e.is_symlink():
+                            target = Path(os.path.realpath(e.path))
+                            if not self.ws.is_inside(target):
+                                found.append((Path(e.path), target))
+                        elif e.is_dir(follow_symlinks=False) and e.name != ".git":
+                            stack.append(Path(e.path))
+            except OSError:
+                continue
+        self._links[top] = found
+        return found
+
+    def _follow_links(self, v: CommandVerdict) -> str | None:
+        """`grep -R`, `rg -L`, `find -L`: symlinks inside the walked trees are followed, so
+        their targets outside the workspace are reads too."""
+        dirs = [r for r in v.reads if r.is_dir() and self.ws.is_inside(r)]
+        if not v.reads:
+            dirs = [self.cwd] if self.ws.is_inside(self.cwd) else []
+        for d in dirs:
+            links = self._outside_links(d)
+            if links is None:
+                return f"follows symlinks through {self.ws.relative(d)}, too many files to check where they lead"
+            v.reads.extend(t for _, t in links)
+        return None
+
+    def _xargs_source(self, before: list[CommandVerdict], c: SimpleCommand) -> str | None:
+        """`… | xargs cat`: the file names come from stdin. Read-only only when the pipeline
+        starts with a listing of workspace files (find, ls, rg -l/--files, grep -l, git
+        ls-files), passes them through line filters only, and no symlink there leads outside."""
+        why = "`xargs` gives it file names we cannot see (they could be outside the workspace)"
+        if any(r.kind in ("read", "heredoc", "herestring") for r in c.redirects):
+            return why
+        head = c.argv[:len(c.argv) - len(unwrap(c.argv).argv)]
+        if any(a.startswith(("-a", "--a")) or (a.startswith("-") and not a.startswith("--") and "a" in a) for a in head[1:]):
+            return "`xargs -a` reads the file names from a file we cannot see"
+        if not before or not all(b.argv_read_only for b in before):
+            return why
+        producer, filters = before[0], before[1:]
+        if not _trusted_producer(producer.unwrapped):
+            return why
+        for f in filters:
+            if not _line_filter(f):
+                return why
+        # names may come from anywhere in the workspace (`find ..`, `git ls-files` from the top)
+        links: list[tuple[Path, Path]] = []
+        for root in self.ws.roots:
+            found = self._outside_links(root)
+            if found is None:
+                return why
+            links += found
+        if links:
+            # xargs splits names at blanks and quotes (`a pw .py` gives `pw`), and -d at anything
+            null = any(a in ("-0", "--null") or (a.startswith("-") and not a.startswith("--") and "0" in a) for a in head[1:])
+            custom = any(a.startswith(("-d", "--d")) for a in head[1:])
+            if custom or (not null and any(r in self._odd_names for r in self.ws.roots)):
+                return f"`xargs` could split a file name into the name of the symlink {self.ws.relative(links[0][0])} (to {links[0][1]})"
+        links = [(ln, t) for ln, t in links if _may_list_link(producer.unwrapped, ln)]
+        if links:
+            return f"`xargs` could be given {self.ws.relative(links[0][0])}, a symlink to {links[0][1]} outside the workspace"
         return None
 
     def _cd(self, args: list[str], v: CommandVerdict) -> str | None:
         ops = [a for a in args if not (a.startswith("-") and a != "-")]
+        physical = any(a.startswith("-") and a != "-" and "P" in a for a in args)
         if not ops:
-            target = Path(os.path.realpath(os.path.expanduser("~")))
+            target = logical = Path(os.path.realpath(os.path.expanduser("~")))
         elif ops[0] == "-":
             v.cd = None
             return "`cd -` goes to a directory we cannot see"
         else:
-            target = self.resolve(ops[0])
+            # bash's cd is logical: `cd link/..` is the link's directory, and `cd ../..` after
+            # `cd link` climbs the link's path, not its target's.
+            logical = Path(os.path.normpath(os.path.join(self.logical, os.path.expanduser(ops[0]))))
+            via_target = self.resolve(os.path.expanduser(ops[0]))
+            target = via_target if physical else Path(os.path.realpath(logical))
+            if self.ws.is_inside(target) and not self.ws.is_inside(via_target):
+                target = via_target
+            if "*" in ops[0] or "?" in ops[0] or "[" in ops[0]:
+                for m in self._glob_paths(ops[0]):
+                    if not self.ws.is_inside(m):
+                        target = m
         v.cd = target
         self.cwd = target
+        self.logical = target if physical else logical
         if not self.ws.is_inside(target):
             return f"`cd` to {target}, outside the workspace"
         return None
@@ -259,6 +408,10 @@ class _Walker:
                 if p not in self.ws.roots and self.ws.is_inside(p):
                     return f"git would use the repository at {self.ws.relative(p)}, not the workspace's own"
                 return None
+            # git also takes a directory that looks like a bare repository (HEAD, objects/, refs/)
+            if (os.path.isfile(p / "HEAD") and os.path.isdir(p / "objects") and os.path.isdir(p / "refs")
+                    and self.ws.is_inside(p) and not any(p == r / ".git" for r in self.ws.roots)):
+                return f"git would use {self.ws.relative(p)} as a (bare) repository, not the workspace's own"
             if p in self.ws.roots or p.parent == p:
                 return None
             p = p.parent
@@ -327,3 +480,67 @@ def _complex_danger(text: str, cwd: Path, workspace, inner: list[str]) -> str | 
         found = found or _danger.pipeline_danger(names)
     return found
 
+
+
+def _trusted_producer(argv: list[str]) -> bool:
+    """Does this pipeline stage print only names of files it found (no free text)?"""
+    name = command_name(argv[0]) if argv else None
+    args = argv[1:]
+    if name not in _NAME_PRODUCERS:
+        return False
+    if name == "find":
+        return not any(a in ("-printf", "-fprintf", "-ls", "-fls") for a in args)
+    if name == "ls":
+        return True
+    if name == "rg":
+        return any(a in ("--files", "-l", "--files-with-matches", "--files-without-match") for a in args) and not any(
+            a.startswith(("--json", "--replace", "-r", "--path-separator")) for a in args)
+    if name in ("grep", "egrep", "fgrep"):
+        return any(a in ("-l", "-L", "--files-with-matches", "--files-without-match") for a in args) and not any(
+            a.startswith("--label") for a in args)
+    if name == "git":
+        _, sub, _, _ = parse_git(argv)
+        if any(a.startswith(("--format", "--pretty", "--output")) for a in args):
+            return False
+        return sub == "ls-files" or (sub in ("diff", "show", "log") and "--name-only" in args)
+    return False
+
+
+def _line_filter(v: CommandVerdict) -> bool:
+    """A stage that only selects or reorders whole lines of its input (no file operands)."""
+    argv = v.unwrapped
+    name = command_name(argv[0]) if argv else None
+    if name not in _LINE_FILTERS or v.reads:
+        return False
+    for a in argv[1:]:
+        if name in ("grep", "egrep", "fgrep") and (a.startswith("--only") or a.startswith("--file") or
+                                                    (a.startswith("-") and not a.startswith("--") and ("o" in a or "f" in a))):
+            return False
+        if name in ("head", "tail") and (a.startswith("--b") or (a.startswith("-") and not a.startswith("--") and "c" in a)):
+            return False
+        if name == "sort" and (a.startswith("-m") or a.startswith("--m")):
+            return False
+    return True
+
+
+def _may_list_link(argv: list[str], link: Path) -> bool:
+    """Could this producer print the name of `link`? rg and grep -r skip symlinks they meet
+    while walking; `find -type f` skips them; `find -name PAT` only prints matching names."""
+    name = command_name(argv[0]) if argv else None
+    args = argv[1:]
+    if name in ("rg", "grep", "egrep", "fgrep"):
+        return any(a in ("-L", "--follow", "-R", "--dereference-recursive") for a in args)
+    if name != "find":
+        return True
+    if any(a in ("!", "-not", "-o", "-or", ",", "-L", "-follow", "-xtype") for a in args):
+        return True
+    for i, a in enumerate(args[:-1]):
+        if a == "-type" and not set(args[i + 1].replace(",", "")) & {"l"}:
+            return False
+        if a in ("-name", "-iname"):
+            pat, nm = args[i + 1], link.name
+            if a == "-iname":
+                pat, nm = pat.lower(), nm.lower()
+            if not fnmatch.fnmatchcase(nm, pat):
+                return False
+    return True

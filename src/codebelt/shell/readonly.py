@@ -21,13 +21,20 @@ _DANGEROUS_ENV = re.compile(
       \w*PATH | \w*_OPTIONS | \w*OPTS | \w*OPT | HOME | XDG_\w* | SHELL | \w*PAGER | EDITOR | VISUAL |
       BROWSER | LESS\w* | GCONV_PATH | LOCPATH | GLIBC_TUNABLES | MALLOC_\w* | RIPGREP_CONFIG_PATH |
       \w*_CONFIG\w* | \w*RC | JAVA_TOOL_OPTIONS | _JAVA_OPTIONS | TERMINFO\w* | MAGIC | SSH_\w* |
-      HOSTALIASES | RES_OPTIONS | TMPDIR | JQ_\w* | AWK\w* | SED\w* | TAR_\w* | XARGS\w*
+      HOSTALIASES | RES_OPTIONS | TMPDIR | JQ_\w* | AWK\w* | SED\w* | TAR_\w* | XARGS\w* |
+      TEXTDOMAINDIR | NLSPATH | ACK\w* | TZDIR
     )$""",
     re.X | re.I,
 )
 
 
-def dangerous_env(name: str) -> bool:
+# Locale variables whose value may be a path: glibc loads locale data / message catalogs from it.
+_LOCALE_ENV = re.compile(r"^(?:LANG|LANGUAGE|LC_\w+)$", re.I)
+
+
+def dangerous_env(name: str, value: str = "") -> bool:
+    if _LOCALE_ENV.match(name):
+        return "/" in value or ".." in value
     return bool(_DANGEROUS_ENV.match(name))
 
 
@@ -54,6 +61,10 @@ def unwrap(argv: list[str], assignments: list[tuple[str, str]] | None = None) ->
         name = command_name(u.argv[0])
         step = _WRAPPERS.get(name or "")
         if step is None:
+            return u
+        if u.extra_args:
+            # `echo rm x | xargs nice`: the command the wrapper runs comes from stdin
+            u.problem = f"`xargs {name}` runs a command taken from its input"
             return u
         skip = step(u.argv, u)
         if u.problem or skip is None:
@@ -213,6 +224,11 @@ class Verdict:
     read_args: list[int] = field(default_factory=list)
     # Option values that look like paths (`-f /etc/x`, `--file=~/x`): read too.
     read_values: list[str] = field(default_factory=list)
+    # Follows symlinks while walking directories (`grep -R`, `rg -L`, `find -L`): links in the
+    # walked trees that point outside the workspace are reads too.
+    follows_links: bool = False
+    # Under xargs: the command gets file operands from stdin (checked against the producer).
+    stdin_paths: bool = False
 
 
 def _no(reason: str) -> Verdict:
@@ -228,13 +244,19 @@ class Spec:
     max_operands: int | None = None
     any_args: bool = False  # stays read-only whatever arguments xargs adds
     paths: str = "all"  # "all" operands are paths, "none", or "after_pattern"/"after_program"
+    follow_short: str = ""  # flags that make it follow symlinks while recursing
+    follow_long: tuple[str, ...] = ()
     why: str = "can write files or run programs"
 
 
 def _generic(name: str, args: list[str], spec: Spec) -> Verdict:
     opts = scan(args, spec.short_arg, spec.long_arg)
     operands: list[Opt] = []
+    follows = False
     for o in opts:
+        if (o.kind == "short" and o.name in spec.follow_short) or (
+                o.kind == "long" and spec.follow_long and any_long(o.name, spec.follow_long)):
+            follows = True
         if o.kind == "short" and o.name in spec.ban_short:
             return _no(f"`{name} -{o.name}` {spec.why}")
         if o.kind == "long":
@@ -256,8 +278,10 @@ def _generic(name: str, args: list[str], spec: Spec) -> Verdict:
         read_args = [o.index + 1 for o in ops]
         # option values that name files (`--file=/x`, `-f /x`) count too
         read_args += [i + 1 for i, a in enumerate(args) if a.startswith("-") and ("=/" in a or "=~" in a or "=.." in a)]
-    values = [o.value for o in opts if o.value and o.value.startswith(("/", "~", ".."))]
-    return Verdict(True, f"read-only: `{name}`", read_args, values)
+    # Every option value is a candidate: analyze reads the ones that name existing files
+    # (`grep -f link-to-etc-passwd`), and those that start like a path.
+    values = [o.value for o in opts if o.value]
+    return Verdict(True, f"read-only: `{name}`", read_args, values, follows)
 
 
 _SPECS: dict[str, Spec] = {}
@@ -269,22 +293,30 @@ def _add(names: str, spec: Spec) -> None:
 
 
 _FREE = Spec(any_args=True)
-_add("cat head tail wc stat nl tac rev cut tr column comm cmp diff md5sum sha1sum sha224sum "
-     "sha256sum sha384sum sha512sum b2sum cksum sum od hexdump strings du ls dir vdir readlink realpath "
-     "grep egrep fgrep", _FREE)
+_add("cat head tail stat nl tac rev cut tr column comm cmp diff cksum sum od hexdump strings "
+     "readlink realpath", _FREE)
+# --files0-from reads the names of the files to read from a file we do not see.
+_add("wc", Spec(any_args=True, ban_long=("files0-from",), why="reads file names from a file"))
+_add("du", Spec(any_args=True, ban_long=("files0-from",), short_arg="BdtX", long_arg=("block-size", "max-depth", "threshold", "exclude-from", "exclude", "time-style"),
+                follow_short="L", follow_long=("dereference",), why="reads file names from a file"))
+_add("ls dir vdir", Spec(any_args=True, short_arg="ITw", long_arg=("ignore", "hide", "tabsize", "width", "block-size", "format", "sort", "time", "time-style", "quoting-style", "indicator-style"),
+                         follow_short="L", follow_long=("dereference",)))
+# -c/--check hashes every file named in a list we do not see (anywhere on disk).
+_add("md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum", Spec(any_args=True, ban_short="c", ban_long=("check",), why="reads the files named in a checksum list"))
 _add("basename dirname which whereis locate true false : pwd type test [ seq expr sleep nproc "
      "whoami id uname printenv groups arch echo", Spec(any_args=True, paths="none"))
-_SPECS["grep"] = _SPECS["egrep"] = _SPECS["fgrep"] = Spec(any_args=True, paths="after_pattern", short_arg="efABCdDm",
-                                                           long_arg=("regexp", "file"))
-_add("file", Spec(ban_short="C", ban_long=("compile",), short_arg="mfFeP", long_arg=("magic-file", "files-from", "separator")))
-_add("jq", Spec(any_args=True, paths="after_pattern", short_arg="fL", long_arg=("from-file", "indent", "arg", "argjson", "slurpfile", "rawfile", "args", "jsonargs")))
-_add("sort", Spec(ban_short="o", ban_long=("output", "compress-program"), short_arg="kotST",
+_SPECS["grep"] = _SPECS["egrep"] = _SPECS["fgrep"] = Spec(
+    any_args=True, paths="after_pattern", short_arg="efABCdDm", follow_short="R", follow_long=("dereference-recursive",),
+    long_arg=("regexp", "file", "exclude-from", "after-context", "before-context", "context", "max-count", "devices", "directories", "label", "binary-files"))
+_add("file", Spec(ban_short="Cf", ban_long=("compile", "files-from"), short_arg="mfFeP", long_arg=("magic-file", "files-from", "separator"),
+                  why="writes a compiled magic file or reads file names from a file"))
+_add("sort", Spec(ban_short="o", ban_long=("output", "compress-program", "files0-from"), short_arg="kotST",
                   long_arg=("key", "field-separator", "buffer-size", "temporary-directory", "parallel", "files0-from", "sort", "random-source", "batch-size")))
 _add("uniq", Spec(short_arg="fsw", long_arg=("skip-fields", "skip-chars", "check-chars"), max_operands=1))
-_add("tree", Spec(ban_short="oR", ban_long=("output",), short_arg="LPIo", long_arg=("filelimit", "timefmt", "sort", "charset", "fromfile")))
+_add("tree", Spec(ban_short="oR", ban_long=("output",), short_arg="LPIoH", long_arg=("filelimit", "timefmt", "sort", "charset", "infofile"), follow_short="l"))
 _add("base64 base32 basenc", Spec(ban_short="o", ban_long=("output",), short_arg="w", long_arg=("wrap",)))
 _add("xxd", Spec(short_arg="cglosnCR", max_operands=1, long_arg=("cols", "groupsize", "len", "name", "seek")))
-_add("rg", Spec(ban_short="z", ban_long=("pre", "hostname-bin", "search-zip"), short_arg="ABCEMTdefgjmrt",
+_add("rg", Spec(ban_short="z", ban_long=("pre", "hostname-bin", "search-zip"), short_arg="ABCEMTdefgjmrt", follow_short="L", follow_long=("follow",),
                 long_arg=("regexp", "file", "glob", "iglob", "type", "type-not", "type-add", "type-clear", "max-count",
                           "max-depth", "replace", "encoding", "threads", "context", "before-context", "after-context",
                           "max-columns", "sort", "sortr", "colors", "pre-glob", "ignore-file", "path-separator", "field-match-separator",
@@ -300,7 +332,8 @@ _add("env", Spec(max_operands=0, ban_short="SC", ban_long=("split-string", "chdi
 
 # -- special commands -----------------------------------------------------------------------------
 def _find(args: list[str]) -> Verdict:
-    banned = {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fls", "-fprint", "-fprint0", "-fprintf"}
+    # -files0-from: starting points listed in a file we do not see
+    banned = {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fls", "-fprint", "-fprint0", "-fprintf", "-files0-from"}
     for a in args:
         if a in banned:
             return _no(f"`find {a}` runs programs or writes files")
@@ -313,8 +346,11 @@ def _find(args: list[str]) -> Verdict:
                 continue
             break
         starts.append(i + 1)
-    # -files0-from / -newer X read files; their values are not modification targets
-    return Verdict(True, "read-only: `find` without -exec/-delete/-fprint", starts)
+    # -newer X, -samefile X … look at another file; -L/-follow walk into linked directories
+    values = [args[i + 1] for i, a in enumerate(args[:-1])
+              if a in ("-newer", "-anewer", "-cnewer", "-samefile") or (a.startswith("-newer") and len(a) == 8)]
+    follows = any(a in ("-L", "-follow") for a in args)
+    return Verdict(True, "read-only: `find` without -exec/-delete/-fprint", starts, values, follows)
 
 
 _SED_LONG = ("quiet", "silent", "expression", "file", "in-place", "line-length", "null-data",
@@ -482,6 +518,10 @@ def _awk_problem(text: str) -> str | None:
         return "`@` (gawk @load/@include/indirect call)"
     if "/inet" in t:
         return "a network special file"
+    if "getline" in t and "<" in t:
+        return "`getline < file` reads a file we cannot see"
+    if "ARGV" in t or "ARGC" in t:
+        return "changing ARGV/ARGC makes awk read other files"
     return None
 
 
@@ -516,6 +556,63 @@ def _awk(args: list[str]) -> Verdict:
             return _no("awk -v value contains shell metacharacters")
     files = operands if program_given else operands[1:]
     return Verdict(True, "read-only: `awk` program without system/pipes/redirection", [o.index + 1 for o in files if "=" not in o.name])
+
+
+_JQ_MODULES = re.compile(r"\b(?:import|include)\b")
+
+
+def _jq(args: list[str]) -> Verdict:
+    """jq cannot run programs, but it reads files: operands, `--rawfile/--slurpfile NAME FILE`,
+    `-f FILE`, and modules (`import`, `-L DIR`)."""
+    files: list[int] = []
+    values: list[str] = []
+    filter_text: str | None = None
+    from_file = positional_args = False
+    i, n = 0, len(args)
+    while i < n:
+        a = args[i]
+        if a == "--":
+            for j in range(i + 1, n):
+                if filter_text is None and not from_file:
+                    filter_text = args[j]
+                elif not positional_args:
+                    files.append(j)
+            break
+        if a in ("--rawfile", "--slurpfile"):
+            values += args[i + 2:i + 3]
+            i += 3
+            continue
+        if a in ("--arg", "--argjson"):
+            i += 3
+            continue
+        if a in ("--indent",):
+            i += 2
+            continue
+        if a in ("--args", "--jsonargs"):
+            positional_args = True
+        elif a in ("--from-file",):
+            from_file = True
+        elif a == "--library-path" or a.startswith("-L"):
+            values.append(a[2:] if a.startswith("-L") and len(a) > 2 else (args[i + 1] if i + 1 < n else ""))
+            i += 1 if a.startswith("-L") and len(a) > 2 else 2
+            continue
+        elif a.startswith("--library-path="):
+            values.append(a.partition("=")[2])
+        elif a.startswith("-") and len(a) > 1:
+            if not a.startswith("--") and "L" in a[1:]:
+                return _no("`jq -L` in a flag cluster (a module directory we cannot see)")
+            if not a.startswith("--") and "f" in a[1:]:
+                from_file = True
+        elif filter_text is None and not from_file:
+            filter_text = a
+        elif not positional_args:
+            files.append(i)
+        i += 1
+    if filter_text is not None and _JQ_MODULES.search(filter_text):
+        return _no("`jq` import/include loads modules or data files we cannot see")
+    if values and any(v == "" for v in values):
+        return _no("`jq` option without its file")
+    return Verdict(True, "read-only: `jq`", [k + 1 for k in files], values)
 
 
 def _cd(args: list[str]) -> Verdict:
@@ -556,6 +653,9 @@ def parse_git(argv: list[str]) -> tuple[list[str], str | None, str | None, str |
             return globals_, None, cdir, "`git -c` sets configuration that can run programs"
         if a in ("-p", "--paginate"):
             return globals_, None, cdir, "`git --paginate` runs the configured pager"
+        if a.startswith("--") and len(a) > 3 and "bare".startswith(a[2:]):
+            # the current directory becomes the repository: its config is whatever is there
+            return globals_, None, cdir, "`git --bare` uses the current directory as the repository (and its config)"
         if a == "-C":
             i += 1
             cdir = argv[i] if i < len(argv) else None
@@ -612,7 +712,7 @@ def _git(argv: list[str]) -> Verdict:
         return _no("`git stash` is read-only only as `git stash list|show`")
     if sub == "worktree" and (not operands or operands[0] != "list"):
         return _no("`git worktree` is read-only only as `git worktree list`")
-    if sub == "reflog" and operands and operands[0] not in ("show",) and operands[0] in ("expire", "delete", "drop", "exists"):
+    if sub == "reflog" and operands and operands[0] not in ("show",) and operands[0] in ("expire", "delete", "drop", "exists", "write"):
         return _no(f"`git reflog {operands[0]}` is not read-only")
     if sub == "config":
         readers = ("get", "get-all", "get-regexp", "get-urlmatch", "list", "show-origin", "show-scope",
@@ -662,7 +762,7 @@ def _git_list_form(sub: str, args: list[str], list_long: tuple[str, ...], list_s
     return Verdict(True, f"read-only: `git {sub}` (list form)")
 
 
-_SPECIAL = {"find": _find, "sed": _sed, "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk, "cd": _cd}
+_SPECIAL = {"find": _find, "sed": _sed, "jq": _jq, "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk, "cd": _cd}
 NEUTRAL = frozenset({"echo", "printf", "true", "false", ":"})
 
 
@@ -686,8 +786,11 @@ def classify_argv(argv: list[str], extra_args: bool = False) -> Verdict:
     elif name in _SPECS:
         spec = _SPECS[name]
         v = _generic(name, args, spec)
-        if v.read_only and extra_args and not spec.any_args:
-            return _no(f"`xargs {name}`: arguments from stdin could add unsafe flags")
+        if v.read_only and extra_args:
+            if not spec.any_args:
+                return _no(f"`xargs {name}`: arguments from stdin could add unsafe flags")
+            # file names from stdin: read-only only if they come from a trusted listing (analyze)
+            v.stdin_paths = spec.paths != "none"
         return v
     else:
         return _no(f"`{name}` is not in the read-only set")
