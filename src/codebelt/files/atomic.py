@@ -12,6 +12,7 @@ import secrets
 import stat
 import tempfile
 from pathlib import Path
+from typing import Callable, Iterable
 
 
 class AtomicWriteError(OSError):
@@ -33,7 +34,14 @@ def _describe(err: OSError, path: Path) -> str:
     return f"{err.strerror or err} writing {path}"
 
 
-def write_atomic(path: Path, data: bytes, *, mode: int | None = None, fsync: bool = True) -> None:
+def write_atomic(
+    path: Path,
+    data: bytes | Iterable[bytes | bytearray | memoryview],
+    *,
+    mode: int | None = None,
+    fsync: bool = True,
+    before_replace: Callable[[], None] | None = None,
+) -> None:
     """Replace `path` with `data` atomically, creating parent directories.
 
     `path` must be resolved (no symlinked directory on it, as `Workspace.resolve` returns):
@@ -41,10 +49,14 @@ def write_atomic(path: Path, data: bytes, *, mode: int | None = None, fsync: boo
     file and rename happen inside that directory's descriptor. A directory swapped for a
     symlink after the permission check therefore fails the write instead of redirecting it
     outside the workspace. Raises AtomicWriteError (the file is left as it was) on any failure.
+
+    `data` is bytes or an iterable of byte chunks written in order (a big file need not be
+    joined in memory first). `before_replace` runs after the temp file is complete and synced,
+    just before the rename; whatever it raises aborts the write (the temp file is removed).
     """
     path = Path(path)
     if _DIR_FD:
-        return _write_in_dir(path, data, mode, fsync)
+        return _write_in_dir(path, data, mode, fsync, before_replace)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -64,10 +76,7 @@ def write_atomic(path: Path, data: bytes, *, mode: int | None = None, fsync: boo
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".codebelt-tmp", dir=path.parent)
         try:
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
+            _write_all(fd, data)
             if keep_mode is not None:
                 os.fchmod(fd, keep_mode)
             else:
@@ -78,6 +87,8 @@ def write_atomic(path: Path, data: bytes, *, mode: int | None = None, fsync: boo
                 os.fsync(fd)
         finally:
             os.close(fd)
+        if before_replace is not None:
+            before_replace()
         os.replace(tmp_name, path)
         tmp_name = None
         if fsync:
@@ -92,6 +103,15 @@ def write_atomic(path: Path, data: bytes, *, mode: int | None = None, fsync: boo
                 os.unlink(tmp_name)
             except OSError:
                 pass
+
+
+def _write_all(fd: int, data) -> None:
+    chunks = (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data
+    for chunk in chunks:
+        view = memoryview(chunk)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -161,7 +181,7 @@ def _first_symlink(directory: Path) -> Path | None:
     return None
 
 
-def _write_in_dir(path: Path, data: bytes, mode: int | None, fsync: bool) -> None:
+def _write_in_dir(path: Path, data, mode: int | None, fsync: bool, before_replace) -> None:
     try:
         dfd = _open_dir(path.parent)
     except OSError as e:
@@ -191,10 +211,7 @@ def _write_in_dir(path: Path, data: bytes, mode: int | None, fsync: bool) -> Non
         fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
                      0o600, dir_fd=dfd)
         try:
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
+            _write_all(fd, data)
             if keep_mode is None:
                 umask = os.umask(0)
                 os.umask(umask)
@@ -206,6 +223,8 @@ def _write_in_dir(path: Path, data: bytes, mode: int | None, fsync: bool) -> Non
                 os.fsync(fd)
         finally:
             os.close(fd)
+        if before_replace is not None:
+            before_replace()
         os.replace(tmp_name, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         tmp_name = None
         if fsync:

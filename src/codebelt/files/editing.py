@@ -15,10 +15,11 @@ from typing import Callable
 
 from .atomic import AtomicWriteError, write_atomic
 from .codec import SNIFF_BYTES, UTF8, BinaryFile, TextFormat, apply_eol, for_display, sniff
-from .lines import format_row
+from .lines import LineIndexCache, format_row
 from .lookup import did_you_mean
 from .matching import EditError, _find_all, _splice, replace
 from .state import MODIFIED, FileStates
+from .streamed import try_streamed_edit
 
 
 @dataclass
@@ -36,8 +37,14 @@ class EditOutcome:
     created: bool
     replacements: list[int]  # per edit
     how: list[str]  # matching strategy per edit
-    region: tuple[int, int]  # changed span in the final text
+    region: tuple[int, int]  # changed span in `text`
     notes: list[str] = field(default_factory=list)
+    size: int = -1  # bytes of the new file (len(data) unless streamed)
+    line_base: int = 0  # newlines before `text` (when `text` is a window of a streamed file)
+
+    def __post_init__(self) -> None:
+        if self.size < 0:
+            self.size = len(self.data)
 
 
 def notebook_refusal(shown: str) -> str:
@@ -92,8 +99,19 @@ def apply_edits(
     edits: list[EditSpec],
     states: FileStates,
     show: Callable[[Path], str],
+    line_indexes: LineIndexCache | None = None,
 ) -> EditOutcome:
-    """Apply every edit in order and write the result, or raise EditError having written nothing."""
+    """Apply every edit in order and write the result, or raise EditError having written nothing.
+
+    `line_indexes` (optional, the session's) lets a single big edit skip counting lines."""
+    if len(edits) == 1:
+        e = edits[0]
+        streamed = try_streamed_edit(path, e.old_string, e.new_string, e.replace_all, _BYTE_SAFE, states,
+                                     show, write=write_atomic, line_indexes=line_indexes)
+        if streamed is not None:
+            done, fmt = streamed
+            return EditOutcome(done.window, b"", fmt, False, [done.count], ["exact"],
+                               (done.window_lo, done.window_hi), size=done.size, line_base=done.line_base)
     st, raw, fmt = load_for_edit(path, edits[0].old_string, states, show)
     created = st is None
     fast = _exact_on_bytes(raw, fmt, edits)
@@ -209,12 +227,14 @@ def _apply_on_text(text: str, fmt: TextFormat, edits: list[EditSpec]):
 
 
 def snippet(text: str | bytes, lo: int, hi: int, context: int = 3, max_rows: int = 40,
-            width: int = 500, encoding: str = "utf-8") -> str:
+            width: int = 500, encoding: str = "utf-8", line_base: int = 0) -> str:
     """`cat -n` rows around text[lo:hi] (the edited region) with a few lines of context.
 
-    Works on the decoded text or on the file's bytes (the fast path never decodes the file)."""
+    Works on the decoded text or on the file's bytes (the fast path never decodes the file).
+    `text` may be a window of the file starting at a line start after `line_base` newlines, that
+    holds at least `context` lines before and after the region (the streamed path's window)."""
     nl = b"\n" if isinstance(text, bytes) else "\n"
-    first = text.count(nl, 0, lo) + 1
+    first = line_base + text.count(nl, 0, lo) + 1
     last = first + text.count(nl, lo, max(lo, hi - 1))
     # Walk back `context` lines from the edited line (cheap even deep inside a big file).
     pos = text.rfind(nl, 0, lo) + 1

@@ -103,6 +103,16 @@ class LineIndex:
             if cancel is not None:
                 cancel()
 
+    def newlines_before(self, fd: int, offset: int) -> int | None:
+        """Newlines in the file's bytes [0, offset), from the index and one block read through
+        `fd`; None when the index has not scanned that far."""
+        with self.lock:
+            if offset > self.scanned:
+                return None
+            i = bisect.bisect_right(self.offsets, offset) - 1
+            base, before = self.offsets[i], self.lines_before[i]
+        return before + os.pread(fd, offset - base, base).count(b"\n")
+
     def line_start(self, f, line: int, cancel=None) -> int | None:
         """Byte offset where 0-based `line` starts, or None if the file has fewer lines."""
         if line == 0:
@@ -344,6 +354,12 @@ class LineIndexCache:
             while len(self._items) > self.capacity:
                 self._items.popitem(last=False)
             return index
+
+    def peek(self, path: Path, st: os.stat_result, block_size: int = BLOCK_SIZE) -> LineIndex | None:
+        """The index of exactly this file state if one exists (never creates one)."""
+        key = (str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, block_size)
+        with self._lock:
+            return self._items.get(key)
 
     def close(self) -> None:
         with self._lock:

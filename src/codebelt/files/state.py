@@ -91,8 +91,11 @@ class FileStates:
 
     def record_write(self, path: Path, data: bytes, fmt: TextFormat | None) -> None:
         """After a successful write: the model knows exactly these bytes."""
+        self.record_written(path, fmt, hashlib.sha256(data).hexdigest() if len(data) <= HASH_LIMIT else None)
+
+    def record_written(self, path: Path, fmt: TextFormat | None, digest: str | None) -> None:
+        """After a successful write whose sha256 was computed while writing (None: too big)."""
         st = os.stat(path)
-        digest = hashlib.sha256(data).hexdigest() if len(data) <= HASH_LIMIT else None
         with self._lock:
             self._states[path] = FileState(st.st_mtime_ns, st.st_size, st.st_ino, digest, True, fmt)
 

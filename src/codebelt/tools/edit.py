@@ -6,6 +6,7 @@ from pydantic import Field
 
 from ..files.editing import EditOutcome, EditSpec, apply_edits, snippet
 from ..files.matching import EditError
+from ..files.lines import LineIndexCache
 from ..files.state import FileStates
 from ..permissions.requests import PathRequest
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
@@ -43,7 +44,7 @@ def describe_outcome(rel: str, outcome: EditOutcome) -> str:
         head += f" (old_string matched after normalising: {', '.join(tolerant)}.)"
     lo, hi = outcome.region
     return f"{head} Here's the result of running `cat -n` on a snippet of the edited file:\n" + snippet(
-        outcome.text, lo, hi, encoding=outcome.fmt.encoding
+        outcome.text, lo, hi, encoding=outcome.fmt.encoding, line_base=outcome.line_base
     )
 
 
@@ -53,7 +54,7 @@ def outcome_data(rel: str, outcome: EditOutcome) -> dict:
         "created": outcome.created,
         "replacements": outcome.replacements,
         "matchedBy": outcome.how,
-        "bytes": len(outcome.data),
+        "bytes": outcome.size,
         "encoding": outcome.fmt.encoding,
         "lineEnding": {"\n": "LF", "\r\n": "CRLF"}.get(outcome.fmt.eol, "mixed"),
     }
@@ -82,7 +83,8 @@ class Edit(Tool):
         rel = ctx.workspace.relative(path)
         spec = EditSpec(params.old_string, params.new_string, params.replace_all)
         try:
-            outcome = apply_edits(path, [spec], ctx.service(FileStates), ctx.workspace.relative)
+            outcome = apply_edits(path, [spec], ctx.service(FileStates), ctx.workspace.relative,
+                                  line_indexes=ctx.service(LineIndexCache))
         except EditError as e:
             raise ToolError(str(e)) from None
         return ToolResult(describe_outcome(rel, outcome), data=outcome_data(rel, outcome))

@@ -6,6 +6,7 @@ from pydantic import Field
 
 from ..files.editing import EditSpec, apply_edits
 from ..files.matching import EditError
+from ..files.lines import LineIndexCache
 from ..files.state import FileStates
 from ..permissions.requests import PathRequest
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
@@ -88,7 +89,8 @@ class MultiEdit(Tool):
         rel = ctx.workspace.relative(path)
         specs = [EditSpec(e.old_string, e.new_string, e.replace_all) for e in params.edits]
         try:
-            outcome = apply_edits(path, specs, ctx.service(FileStates), ctx.workspace.relative)
+            outcome = apply_edits(path, specs, ctx.service(FileStates), ctx.workspace.relative,
+                                  line_indexes=ctx.service(LineIndexCache))
         except EditError as e:
             raise ToolError(str(e)) from None
         text = describe_outcome(rel, outcome)
