@@ -24,7 +24,7 @@ from .collect import ContentLines, Counts, Line, NewestFiles, Visible
 Mode = Literal["content", "files_with_matches", "count"]
 
 SORTED_BUDGET = 0.05  # seconds of `rg --sort path` before switching to a parallel scan
-SORTED_PROBE = 0.01  # after this long, give up early on `--sort path` if it cannot make it
+SORTED_PROBE = 0.025  # after this long, give up early on `--sort path` if it cannot make it
 SORT_IN_MEMORY_BYTES = 2 << 20  # rg output kept for sorting here; beyond it, rg sorts
 
 
