@@ -131,11 +131,13 @@ class _Walker:
         self._resolved: dict[tuple[Path, str], Path] = {}
         # Over 10,000 characters the command asks anyway: files it reads cannot change that.
         self.skip_reads = False
+        self.prev_op = ""  # the operator before the command being looked at
 
     def run(self, script: Script) -> list[CommandVerdict]:
         out: list[CommandVerdict] = []
         seg_start = 0
         for i, c in enumerate(script.commands):
+            self.prev_op = script.commands[i - 1].op if i else ""
             v = self.command(c)
             if v.stdin_paths and v.argv_read_only:
                 problem = self._xargs_source(out[seg_start:i], c)
@@ -223,6 +225,9 @@ class _Walker:
         v.unwrapped = list(u.argv)
         name = command_name(u.argv[0]) or ""
         if name == "cd":
+            if c.op in ("|", "|&", "&") or self.prev_op in ("|", "|&"):
+                # a subshell: later commands stay where they were, so our model of the cwd would lie
+                return "`cd` in a pipeline or in the background does not change the directory for later commands"
             return self._cd(u.argv[1:], v)
         if name == "git":
             problem = self._git(u.argv)

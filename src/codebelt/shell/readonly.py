@@ -308,8 +308,9 @@ _add("basename dirname which whereis locate true false : pwd type test [ seq exp
 _SPECS["grep"] = _SPECS["egrep"] = _SPECS["fgrep"] = Spec(
     any_args=True, paths="after_pattern", short_arg="efABCdDm", follow_short="R", follow_long=("dereference-recursive",),
     long_arg=("regexp", "file", "exclude-from", "after-context", "before-context", "context", "max-count", "devices", "directories", "label", "binary-files"))
-_add("file", Spec(ban_short="Cf", ban_long=("compile", "files-from"), short_arg="mfFeP", long_arg=("magic-file", "files-from", "separator"),
-                  why="writes a compiled magic file or reads file names from a file"))
+# -z/-Z: libmagic runs external decompressors (gzip, xz, zstd …) on the file
+_add("file", Spec(ban_short="CfzZ", ban_long=("compile", "files-from", "uncompress", "uncompress-noreport"), short_arg="mfFeP", long_arg=("magic-file", "files-from", "separator"),
+                  why="writes a compiled magic file, runs decompressors or reads file names from a file"))
 _add("sort", Spec(ban_short="o", ban_long=("output", "compress-program", "files0-from"), short_arg="kotST",
                   long_arg=("key", "field-separator", "buffer-size", "temporary-directory", "parallel", "files0-from", "sort", "random-source", "batch-size")))
 _add("uniq", Spec(short_arg="fsw", long_arg=("skip-fields", "skip-chars", "check-chars"), max_operands=1))
