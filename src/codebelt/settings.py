@@ -19,6 +19,13 @@ from .errors import SettingsError
 
 RULE_LISTS = ("allow", "ask", "deny")
 
+# What a checked-out repository may not set for itself in its own settings files: values that
+# name a program codebelt runs outside the sandbox, or that switch every check off. These are
+# honoured only from the user's file, the --settings file and the API; from the workspace they
+# are dropped with a warning (`Settings.warnings`).
+WORKSPACE_FORBIDDEN_KEYS = ("search.ripgrepPath", "search.useSystemRipgrep")
+WORKSPACE_FORBIDDEN_VALUES = {"permissions.defaultMode": ("bypassPermissions",)}
+
 
 @dataclass(frozen=True)
 class RuleSource:
@@ -62,8 +69,9 @@ def _merge_into(base: dict[str, Any], over: Mapping[str, Any]) -> None:
 class Settings:
     """The merged settings, dotted access, and the permission rules with their sources."""
 
-    def __init__(self, layers: list[tuple[str, Mapping[str, Any]]]):
+    def __init__(self, layers: list[tuple[str, Mapping[str, Any]]], warnings: list[str] | None = None):
         # layers: (source label, data), highest priority first.
+        self.warnings: list[str] = list(warnings or [])
         self.sources = [label for label, _ in layers]
         for label, data in layers:
             if not isinstance(data.get("permissions", {}), Mapping):
@@ -118,17 +126,41 @@ def load_settings(
         if data is None:
             raise SettingsError(f"settings file {settings_file} does not exist")
         layers.append((str(settings_file), data))
+    warnings: list[str] = []
     for rel in (".codebelt/settings.local.json", ".codebelt/settings.json"):
         data = _read_json(root / rel)
         if data is not None:
-            layers.append((rel, data))
+            layers.append((rel, _untrusted(data, rel, warnings)))
     for rel in (".claude/settings.local.json", ".claude/settings.json"):
         data = _read_json(root / rel)
         if data is not None and isinstance(data.get("permissions"), Mapping):
-            layers.append((rel, {"permissions": data["permissions"]}))
+            layers.append((rel, _untrusted({"permissions": data["permissions"]}, rel, warnings)))
     if load_user:
         path = user_settings_path()
         data = _read_json(path)
         if data is not None:
             layers.append((str(path).replace(os.path.expanduser("~"), "~", 1), data))
-    return Settings(layers)
+    return Settings(layers, warnings)
+
+
+def _untrusted(data: Mapping[str, Any], label: str, warnings: list[str]) -> dict[str, Any]:
+    """A workspace settings file without the keys a repository may not set for itself."""
+    data = copy.deepcopy(dict(data))
+
+    def pop(dotted: str, only: tuple[Any, ...] | None) -> None:
+        *parents, last = dotted.split(".")
+        node: Any = data
+        for part in parents:
+            node = node.get(part) if isinstance(node, Mapping) else None
+        if isinstance(node, dict) and last in node and (only is None or node[last] in only):
+            value = node.pop(last)
+            warnings.append(
+                f"ignored {dotted}={json.dumps(value)} in {label}: a workspace cannot set this for "
+                "itself; put it in ~/.config/codebelt/settings.json or pass it explicitly"
+            )
+
+    for key in WORKSPACE_FORBIDDEN_KEYS:
+        pop(key, None)
+    for key, values in WORKSPACE_FORBIDDEN_VALUES.items():
+        pop(key, values)
+    return data

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from ..permissions.approvers import terminal_approver_if_interactive
@@ -13,10 +14,13 @@ def make_session(args: argparse.Namespace, *, interactive: bool = True, **kwargs
 
     if interactive and "approver" not in kwargs:
         kwargs["approver"] = terminal_approver_if_interactive()
-    return Session(
+    session = Session(
         root=args.root,
         mode=args.mode,
         sandbox=args.sandbox,
         settings_file=args.settings,
         **kwargs,
     )
+    for warning in session.settings.warnings:
+        sys.stderr.write(f"codebelt: warning: {warning}\n")
+    return session
