@@ -498,10 +498,10 @@ def _trusted_producer(argv: list[str]) -> bool:
     if name == "ls":
         return True
     if name == "rg":
-        return any(a in ("--files", "-l", "--files-with-matches", "--files-without-match") for a in args) and not any(
+        return any(a in ("--files", "--files-with-matches", "--files-without-match") or _short_has(a, "l", "ABCEMTdefgjmrt") for a in args) and not any(
             a.startswith(("--json", "--replace", "-r", "--path-separator")) for a in args)
     if name in ("grep", "egrep", "fgrep"):
-        return any(a in ("-l", "-L", "--files-with-matches", "--files-without-match") for a in args) and not any(
+        return any(a in ("--files-with-matches", "--files-without-match") or _short_has(a, "lL", "efABCdDm") for a in args) and not any(
             a.startswith("--label") for a in args)
     if name == "git":
         _, sub, _, _ = parse_git(argv)
@@ -549,3 +549,16 @@ def _may_list_link(argv: list[str], link: Path) -> bool:
             if not fnmatch.fnmatchcase(nm, pat):
                 return False
     return True
+
+
+def _short_has(arg: str, letters: str, takes_value: str) -> bool:
+    """A short-flag cluster (`-rl`) with one of `letters` before any flag that takes a value
+    (`-elx` is `-e lx`, a pattern, not `-l`)."""
+    if not arg.startswith("-") or arg.startswith("--"):
+        return False
+    for c in arg[1:]:
+        if c in letters:
+            return True
+        if c in takes_value:
+            return False
+    return False
