@@ -304,7 +304,7 @@ _add("ls dir vdir", Spec(any_args=True, short_arg="ITw", long_arg=("ignore", "hi
 # -c/--check hashes every file named in a list we do not see (anywhere on disk).
 _add("md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum", Spec(any_args=True, ban_short="c", ban_long=("check",), why="reads the files named in a checksum list"))
 _add("basename dirname which whereis locate true false : pwd type test [ seq expr sleep nproc "
-     "whoami id uname printenv groups arch echo", Spec(any_args=True, paths="none"))
+     "whoami id uname printenv groups arch echo exit", Spec(any_args=True, paths="none"))
 _SPECS["grep"] = _SPECS["egrep"] = _SPECS["fgrep"] = Spec(
     any_args=True, paths="after_pattern", short_arg="efABCdDm", follow_short="R", follow_long=("dereference-recursive",),
     long_arg=("regexp", "file", "exclude-from", "after-context", "before-context", "context", "max-count", "devices", "directories", "label", "binary-files"))
@@ -764,7 +764,6 @@ def _git_list_form(sub: str, args: list[str], list_long: tuple[str, ...], list_s
 
 
 _SPECIAL = {"find": _find, "sed": _sed, "jq": _jq, "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk, "cd": _cd}
-NEUTRAL = frozenset({"echo", "printf", "true", "false", ":"})
 
 
 def classify_argv(argv: list[str], extra_args: bool = False) -> Verdict:
