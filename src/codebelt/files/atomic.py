@@ -10,7 +10,6 @@ import errno
 import os
 import secrets
 import stat
-import tempfile
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -55,54 +54,10 @@ def write_atomic(
     just before the rename; whatever it raises aborts the write (the temp file is removed).
     """
     path = Path(path)
-    if _DIR_FD:
-        return _write_in_dir(path, data, mode, fsync, before_replace)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise AtomicWriteError(e.errno, _describe(e, path.parent)) from e
-    try:
-        st = path.stat()
-        keep_mode = stat.S_IMODE(st.st_mode)
-        if not os.access(path, os.W_OK):
-            if _read_only_fs(path.parent):
-                raise AtomicWriteError(errno.EROFS, f"{path} is on a read-only file system")
-            raise AtomicWriteError(errno.EACCES, f"{path} is read-only (mode {keep_mode:o})")
-    except FileNotFoundError:
-        keep_mode = None
-    if mode is not None:
-        keep_mode = mode
-    tmp_name = None
-    try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".codebelt-tmp", dir=path.parent)
-        try:
-            _write_all(fd, data)
-            if keep_mode is not None:
-                os.fchmod(fd, keep_mode)
-            else:
-                umask = os.umask(0)
-                os.umask(umask)
-                os.fchmod(fd, 0o666 & ~umask)
-            if fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        if before_replace is not None:
-            before_replace()
-        os.replace(tmp_name, path)
-        tmp_name = None
-        if fsync:
-            _fsync_dir(path.parent)
-    except AtomicWriteError:
-        raise
-    except OSError as e:
-        raise AtomicWriteError(e.errno, _describe(e, path)) from e
-    finally:
-        if tmp_name is not None:
-            try:
-                os.unlink(tmp_name)
-            except OSError:
-                pass
+    if not _DIR_FD:  # refuse rather than fall back to a write a symlink swap could redirect
+        raise AtomicWriteError(errno.ENOSYS, "this platform cannot write relative to a directory "
+                               "descriptor; codebelt's file tools need Linux, macOS or a BSD")
+    return _write_in_dir(path, data, mode, fsync, before_replace)
 
 
 def _write_all(fd: int, data) -> None:
@@ -112,19 +67,6 @@ def _write_all(fd: int, data) -> None:
         while view:
             n = os.write(fd, view)
             view = view[n:]
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _read_only_fs(directory: Path) -> bool:
