@@ -50,7 +50,9 @@ def test_fork_bomb_is_capped_and_killed(backend, make_sandbox, ws):
         pytest.skip(f"no pids cgroup to cap a fork bomb safely here: {sb.cap.reason if sb.cap else ''}")
     assert (group / "pids.max").read_text().strip() == str(BOMB_CAP)  # the cap, verified
     wrap = sb.wrapper()
-    argv, env, preexec = wrap(["/bin/bash", "-c", ":(){ :|:& };:"], ws, dict(os.environ))
+    # `sleep` keeps the first shell alive: under bwrap's pid namespace everything dies with it,
+    # which could end the bomb before it reaches the cap (and the test would prove nothing).
+    argv, env, preexec = wrap(["/bin/bash", "-c", ":(){ :|:& };:; sleep 60"], ws, dict(os.environ))
     proc = subprocess.Popen(argv, cwd=ws, env=env, preexec_fn=preexec, start_new_session=True,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
