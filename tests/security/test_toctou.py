@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from codebelt.files.atomic import AtomicWriteError, write_atomic
+from codebelt.files.atomic import AtomicWriteError, remove_file, write_atomic
 
 PATCH = "*** Begin Patch\n{}\n*** End Patch"
 
@@ -79,10 +79,16 @@ def test_swap_just_before_the_write_is_refused(scene, make_session, monkeypatch,
             swap()
         return real(path, data, **kw)
 
+    real_remove = remove_file
+
+    def swapping_remove(path):
+        if (Path(path).parent.name == "d") and not Path(path).parent.is_symlink():
+            swap()
+        return real_remove(path)
+
     for mod in (editing, patch_apply, write_tool):
         monkeypatch.setattr(mod, "write_atomic", swapping_write)
-    if label == "ApplyPatch delete":
-        pytest.skip("deletion unlinks by path; the approval-window check covers it")
+    monkeypatch.setattr(patch_apply, "remove_file", swapping_remove)
     s = make_session(mode="acceptEdits")
     assert not s.call("Read", {"file_path": "d/victim"}).is_error
     r = s.call(tool, inp)

@@ -81,15 +81,18 @@ _DIR_FD = {os.open, os.mkdir, os.stat, os.rename, os.unlink} <= os.supports_dir_
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def _open_dir(directory: Path) -> int:
+def _open_dir(directory: Path, create: bool = True) -> int:
     """A descriptor of `directory`, walked from `/` one component at a time without following
-    symlinks, creating missing directories. A symlinked component raises OSError(ELOOP)."""
+    symlinks, creating missing directories (if `create`). A symlinked component raises
+    OSError(ELOOP)."""
     fd = os.open(directory.anchor or "/", _DIR_FLAGS)
     try:
         for name in directory.parts[1:]:
             try:
                 nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
             except FileNotFoundError:
+                if not create:
+                    raise
                 try:
                     os.mkdir(name, 0o777, dir_fd=fd)
                 except FileExistsError:
@@ -101,6 +104,30 @@ def _open_dir(directory: Path) -> int:
     except BaseException:
         os.close(fd)
         raise
+
+
+def remove_file(path: Path) -> None:
+    """Unlink `path` (resolved, like write_atomic's) through the same symlink-free directory
+    walk, so a directory swapped for a symlink after the permission check cannot redirect the
+    deletion outside the workspace. Raises FileNotFoundError, IsADirectoryError or
+    AtomicWriteError."""
+    path = Path(path)
+    if not _DIR_FD:
+        raise AtomicWriteError(errno.ENOSYS, "this platform cannot delete relative to a directory descriptor")
+    try:
+        dfd = _open_dir(path.parent, create=False)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        link = _first_symlink(path.parent) if e.errno in (errno.ELOOP, errno.ENOTDIR) else None
+        if link is not None:
+            raise AtomicWriteError(e.errno, f"{link} is a symlink, not a directory (was it just "
+                                   "replaced?); the deletion was refused") from e
+        raise AtomicWriteError(e.errno, _describe(e, path.parent)) from e
+    try:
+        os.unlink(path.name, dir_fd=dfd)
+    finally:
+        os.close(dfd)
 
 
 def _keep_owner(fd: int, st: os.stat_result) -> None:

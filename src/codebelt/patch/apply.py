@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Literal
 
-from ..files.atomic import write_atomic
+from ..files.atomic import remove_file, write_atomic
 from .errors import PatchApplyError, PatchError, PatchPathError
 from .parser import AddFile, Chunk, DeleteFile, Patch, UpdateFile, parse_patch
 from .seek import PASSES, LineIndex, seek, seek_header
@@ -627,7 +627,7 @@ def commit(plan: Plan, *, fsync: bool = True) -> None:
                 created.extend(_missing_dirs(p))
                 write_atomic(p, new, mode=mode if orig is None else None, fsync=fsync)
             else:
-                os.unlink(p)
+                remove_file(p)
             done.append((p, orig, mode))
     except OSError as e:
         failed = display(p)
