@@ -53,8 +53,8 @@ Usage notes:
   - A foreground command still running after 15 seconds is moved to the background automatically; you get its shell id and the output so far.
   - The working directory persists between commands (a `cd` carries over), but it always stays inside the workspace: a command that ends outside it leaves the directory unchanged. Environment variables and shell state (aliases, functions, `export`) do not persist between commands.
   - Commands run with stdin closed: anything waiting for input gets end-of-file at once. Do not run interactive commands (editors, pagers, `git rebase -i`, prompts).
-  - VERY IMPORTANT: You MUST avoid using search commands like `find` and `grep`. Instead use Grep, Glob, or Task to search. You MUST avoid read tools like `cat`, `head`, `tail`, and `ls`, and use Read and LS to read files.
-  - If you _still_ need to run `grep`, STOP. ALWAYS USE ripgrep at `rg` first, which all users have pre-installed.
+  - VERY IMPORTANT: You MUST avoid using search commands like `find` and `grep`: use the Glob and Grep tools to search. You MUST avoid read tools like `cat`, `head`, `tail`, and `ls`: use Read to read files and Glob to list them. Those tools are faster, paginated, and never need approval.
+  - If you _still_ need to search from the shell, prefer `rg` (ripgrep) over `grep` when it is installed.
   - When issuing multiple commands, use the ';' or '&&' operator to separate them. DO NOT use newlines (newlines are ok in quoted strings).
   - Try to maintain your current working directory throughout the session by using absolute paths and avoiding usage of `cd`. You may use `cd` if the User explicitly requests it.
     <good-example>
