@@ -12,16 +12,13 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from .decision import Decision
 from .requests import CommandRequest, PathRequest, Request
-from .rules import COMMAND_TOOLS, EDIT_TOOLS, READ_TOOLS, Rule, parse_rules
+from .rules import EDIT_TOOLS, READ_TOOLS, Rule, parse_rules
 
 if TYPE_CHECKING:
     from ..settings import Settings
     from ..workspace import Workspace
 
 _ORDER = ("deny", "ask", "allow")
-_MODE_SUGGESTION = {
-    "write": "use --mode acceptEdits, or add an allow rule such as Edit({rel})",
-}
 
 
 class PermissionEngine:
@@ -198,4 +195,4 @@ def combine(decisions: list[Decision]) -> Decision:
     return decisions[0] if decisions else Decision.allow("allowed")
 
 
-__all__ = ["PermissionEngine", "combine", "COMMAND_TOOLS"]
+__all__ = ["PermissionEngine", "combine"]

@@ -13,12 +13,6 @@ class PathRequest:
 
     access: Literal["read", "write"]
     path: Path
-    # The tool name rules are matched under: "Read" for reads, "Edit" for writes by default.
-    rule_tool: str = ""
-
-    @property
-    def rule_name(self) -> str:
-        return self.rule_tool or ("Read" if self.access == "read" else "Edit")
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ _RULE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.S)
 # Tools whose rules name paths, and which family of request they cover.
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "ApplyPatch", "NotebookEdit"})
 READ_TOOLS = frozenset({"Read", "Glob", "Grep"})
-COMMAND_TOOLS = frozenset({"Bash"})
 
 
 @dataclass(frozen=True)

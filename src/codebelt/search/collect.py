@@ -213,9 +213,6 @@ class Line:
     sep_before: bool = False  # a `--` separator precedes this line within its file
 
 
-SEPARATOR = "--"
-
-
 def _parse_line(record: bytes) -> tuple[bytes, int, bool, str] | None:
     """`path NUL N:text` (match) or `path NUL N-text` (context) → parts; None if not a line."""
     path, nul, rest = record.partition(b"\0")

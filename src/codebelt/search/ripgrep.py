@@ -403,5 +403,3 @@ class Lines(RecordReader):
         super().reset()
         self.records.clear()
 
-
-RecordCallback = Callable[[bytes, bool], bool]

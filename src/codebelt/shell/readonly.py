@@ -797,7 +797,3 @@ def classify_argv(argv: list[str], extra_args: bool = False) -> Verdict:
     if v.read_only and extra_args:
         return _no(f"`xargs {name}`: arguments from stdin could add unsafe flags")
     return v
-
-
-def is_known(name: str) -> bool:
-    return name in _SPECS or name in _SPECIAL or name in ("git", "command")

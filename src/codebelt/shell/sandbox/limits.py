@@ -110,10 +110,6 @@ class ProcessCap:
                 "(only the timeout and, with bwrap, the pid namespace end a fork bomb)"
             )
 
-    @property
-    def enforced(self) -> bool:
-        return self.cgroup is not None or (self.max > 0 and os.getuid() != 0)
-
     def nproc_limit(self) -> int | None:
         """RLIMIT_NPROC for the next child (non-root without a cgroup), computed in the parent."""
         if self.cgroup is not None or self.max <= 0 or os.getuid() == 0:
