@@ -58,6 +58,9 @@ class PermissionEngine:
                     return behavior, rule
         return None
 
+    def has_rules(self, behavior: str) -> bool:
+        return any(b == behavior for b, _ in self.rules)
+
     def is_read_denied(self, path: Path) -> bool:
         """For search tools: hide files a Read deny rule covers."""
         m = self.match_path("read", path)

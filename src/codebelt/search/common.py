@@ -40,7 +40,7 @@ def timeout_seconds(ctx: "ToolContext", tool_key: str) -> float:
 def visibility(ctx: "ToolContext") -> Callable[[str], bool] | None:
     """A per-result filter hiding files a Read deny rule covers; None when no deny rule exists."""
     engine = ctx.session.engine
-    if not any(behavior == "deny" for behavior, _ in getattr(engine, "rules", [])):
+    if not engine.has_rules("deny"):
         return None
     return lambda abs_path: not engine.is_read_denied(Path(abs_path))
 

@@ -16,12 +16,7 @@ TOOL_MODULES = (
 def registry() -> list[type[Tool]]:
     tools: list[type[Tool]] = []
     for name in TOOL_MODULES:
-        try:
-            module = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as e:
-            if e.name == f"{__name__}.{name}":
-                continue  # not written yet (development only; every module ships in a release)
-            raise
+        module = importlib.import_module(f"{__name__}.{name}")
         for _, obj in inspect.getmembers(module, inspect.isclass):
             if issubclass(obj, Tool) and obj is not Tool and obj.__module__ == module.__name__:
                 tools.append(obj)
