@@ -36,8 +36,10 @@ def describe_outcome(rel: str, outcome: EditOutcome) -> str:
     if outcome.created:
         head = f"Created {rel}."
     else:
+        edits = len(outcome.replacements)
         total = sum(outcome.replacements)
-        extra = f" ({total} replacements)" if total > len(outcome.replacements) else ""
+        extra = f" with {edits} edits" if edits > 1 else ""
+        extra += f" ({total} replacements)" if total > edits else ""
         head = f"The file {rel} has been updated{extra}."
     tolerant = sorted({h for h in outcome.how if h not in ("exact", "fill empty file")})
     if tolerant:
@@ -46,6 +48,18 @@ def describe_outcome(rel: str, outcome: EditOutcome) -> str:
     return f"{head} Here's the result of running `cat -n` on a snippet of the edited file:\n" + snippet(
         outcome.text, lo, hi, encoding=outcome.fmt.encoding, line_base=outcome.line_base
     )
+
+
+def run_edits(file_path: str, specs: list[EditSpec], ctx: ToolContext) -> ToolResult:
+    """Edit and MultiEdit's run: apply the edits (all or nothing) and describe the result."""
+    path = ctx.workspace.resolve(file_path)
+    rel = ctx.workspace.relative(path)
+    try:
+        outcome = apply_edits(path, specs, ctx.service(FileStates), ctx.workspace.relative,
+                              line_indexes=ctx.service(LineIndexCache))
+    except EditError as e:
+        raise ToolError(str(e)) from None
+    return ToolResult(describe_outcome(rel, outcome), data=outcome_data(rel, outcome))
 
 
 def outcome_data(rel: str, outcome: EditOutcome) -> dict:
@@ -79,12 +93,5 @@ class Edit(Tool):
         return [PathRequest("write", ctx.workspace.resolve(params.file_path))]
 
     def run(self, params: EditInput, ctx: ToolContext) -> ToolResult:
-        path = ctx.workspace.resolve(params.file_path)
-        rel = ctx.workspace.relative(path)
         spec = EditSpec(params.old_string, params.new_string, params.replace_all)
-        try:
-            outcome = apply_edits(path, [spec], ctx.service(FileStates), ctx.workspace.relative,
-                                  line_indexes=ctx.service(LineIndexCache))
-        except EditError as e:
-            raise ToolError(str(e)) from None
-        return ToolResult(describe_outcome(rel, outcome), data=outcome_data(rel, outcome))
+        return run_edits(params.file_path, [spec], ctx)

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..files.editing import EditSpec, apply_edits
-from ..files.matching import EditError
-from ..files.lines import LineIndexCache
-from ..files.state import FileStates
+from ..files.editing import EditSpec
 from ..permissions.requests import PathRequest
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
-from .edit import describe_outcome, outcome_data
+from .edit import run_edits
 
 DESCRIPTION = """This is a tool for making multiple edits to a single file in one operation. It is built on top of the Edit tool and allows you to perform multiple find-and-replace operations efficiently. Prefer this tool over the Edit tool when you need to make multiple edits to the same file.
 
@@ -85,15 +82,5 @@ class MultiEdit(Tool):
         return [PathRequest("write", ctx.workspace.resolve(params.file_path))]
 
     def run(self, params: MultiEditInput, ctx: ToolContext) -> ToolResult:
-        path = ctx.workspace.resolve(params.file_path)
-        rel = ctx.workspace.relative(path)
         specs = [EditSpec(e.old_string, e.new_string, e.replace_all) for e in params.edits]
-        try:
-            outcome = apply_edits(path, specs, ctx.service(FileStates), ctx.workspace.relative,
-                                  line_indexes=ctx.service(LineIndexCache))
-        except EditError as e:
-            raise ToolError(str(e)) from None
-        text = describe_outcome(rel, outcome)
-        if len(specs) > 1:
-            text = text.replace(" has been updated", f" has been updated with {len(specs)} edits", 1)
-        return ToolResult(text, data=outcome_data(rel, outcome))
+        return run_edits(params.file_path, specs, ctx)
