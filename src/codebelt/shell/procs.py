@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from typing import Iterator
 
 MARKER_VAR = "CODEBELT_SHELL_ID"
 _PROC = "/proc"
@@ -34,25 +35,30 @@ def signal_group(pgid: int, sig: int) -> bool:
         return True
 
 
-def _live_members(pgid: int) -> list[int]:
-    """Pids of non-zombie processes in the group, from /proc (Linux)."""
-    members = []
+def _proc_files(filename: str) -> Iterator[tuple[int, bytes]]:
+    """(pid, contents of /proc/PID/filename) for every process we may read (Linux)."""
     try:
         names = os.listdir(_PROC)
     except OSError:
-        return members
+        return
     for name in names:
         if not name.isdigit():
             continue
         try:
-            with open(f"{_PROC}/{name}/stat", "rb") as f:
-                stat = f.read()
+            with open(f"{_PROC}/{name}/{filename}", "rb") as f:
+                yield int(name), f.read()
         except OSError:
             continue
+
+
+def _live_members(pgid: int) -> list[int]:
+    """Pids of non-zombie processes in the group, from /proc (Linux)."""
+    members = []
+    for pid, stat in _proc_files("stat"):
         # "pid (comm) state ppid pgrp …" — comm may contain spaces and parens: split after the last ')'.
         fields = stat[stat.rfind(b")") + 2 :].split()
         if len(fields) > 2 and fields[0] not in (b"Z", b"X") and int(fields[2]) == pgid:
-            members.append(int(name))
+            members.append(pid)
     return members
 
 
@@ -90,22 +96,8 @@ def find_marked(marker: str, prefix: bool = False) -> list[int]:
     """Pids whose environment holds CODEBELT_SHELL_ID=`marker` (or any value starting with it)."""
     needle = f"{MARKER_VAR}={marker}".encode() + (b"" if prefix else b"\0")
     me = os.getpid()
-    found = []
-    try:
-        names = os.listdir(_PROC)
-    except OSError:
-        return found
-    for name in names:
-        if not name.isdigit() or int(name) == me:
-            continue
-        try:
-            with open(f"{_PROC}/{name}/environ", "rb") as f:
-                env = f.read()
-        except OSError:
-            continue
-        if env.startswith(needle) or b"\0" + needle in env:
-            found.append(int(name))
-    return found
+    return [pid for pid, env in _proc_files("environ")
+            if pid != me and (env.startswith(needle) or b"\0" + needle in env)]
 
 
 def sweep_marked(marker: str, prefix: bool = False) -> int:
