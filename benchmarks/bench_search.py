@@ -111,8 +111,8 @@ def raw_rg(args: list[str], root: Path, head: int | None = None) -> list[bytes]:
     return out
 
 
-def py_files(root: Path, rx: re.Pattern[bytes]) -> set[str]:
-    hits = set()
+def py_text_files(root: Path):
+    """(path, bytes) of every text file outside VCS directories: the pathlib + re baseline's walk."""
     for p in root.rglob("*"):
         if any(part in VCS for part in p.parts) or not p.is_file():
             continue
@@ -120,24 +120,17 @@ def py_files(root: Path, rx: re.Pattern[bytes]) -> set[str]:
             data = p.read_bytes()
         except OSError:
             continue
-        if b"\0" in data[:8192]:
-            continue
-        if rx.search(data):
-            hits.add(str(p.relative_to(root)))
-    return hits
+        if b"\0" not in data[:8192]:
+            yield p, data
+
+
+def py_files(root: Path, rx: re.Pattern[bytes]) -> set[str]:
+    return {str(p.relative_to(root)) for p, data in py_text_files(root) if rx.search(data)}
 
 
 def py_content(root: Path, rx: re.Pattern[bytes], head: int) -> list[str]:
     out: list[str] = []
-    for p in root.rglob("*"):
-        if not p.is_file():
-            continue
-        try:
-            data = p.read_bytes()
-        except OSError:
-            continue
-        if b"\0" in data[:8192]:
-            continue
+    for p, data in py_text_files(root):
         for i, line in enumerate(data.splitlines(), 1):
             if rx.search(line):
                 out.append(f"{p.relative_to(root)}:{i}:{line.decode('utf-8', 'replace')}")
