@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from codebelt import Session  # noqa: E402
-from codebelt.shell.runner import ShellProcess, build_env, find_bash  # noqa: E402
+from codebelt.shell.execution.runner import ShellProcess, build_env, find_bash  # noqa: E402
 
 
 def timed(fn) -> float:

@@ -17,8 +17,8 @@ from pathlib import Path
 from codebelt.permissions.engine import PermissionEngine
 from codebelt.permissions.requests import CommandRequest
 from codebelt.settings import Settings
-from codebelt.shell.analyze import analyze
-from codebelt.shell.parse import parse
+from codebelt.shell.analysis.analyze import analyze
+from codebelt.shell.analysis.parse import parse
 from codebelt.workspace import Workspace
 
 TYPICAL = [

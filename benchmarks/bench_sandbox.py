@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from codebelt.shell.sandbox import Sandbox, SandboxConfig
+from codebelt.sandbox import Sandbox, SandboxConfig
 
 AIMS_MS = {"landlock": 10.0, "bwrap": 30.0}
 

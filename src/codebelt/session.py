@@ -128,7 +128,7 @@ class Session:
 
     def tasks(self) -> list[dict[str, Any]]:
         """The session's background shell tasks: id, command, status, output file."""
-        from .shell.tasks import TaskManager
+        from .shell.execution.tasks import TaskManager
 
         return [
             {"id": t.id, "command": t.command, "description": t.description,

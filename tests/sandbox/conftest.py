@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from codebelt.shell.sandbox import Limits, Sandbox, SandboxConfig
+from codebelt.sandbox import Limits, Sandbox, SandboxConfig
 
 BACKENDS = ("bwrap", "landlock")
 _probe_cache: dict[str, str | None] = {}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from codebelt.shell.sandbox import denial
+from codebelt.sandbox import denial
 
 # (id, output tail, exit code, backend, network allowed, expected phrase or None)
 CASES = [

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from codebelt.shell.sandbox import Limits, denial
+from codebelt.sandbox import Limits, denial
 
 from .conftest import run
 

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from codebelt.shell.sandbox import denial
+from codebelt.sandbox import denial
 
 from .conftest import run
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from codebelt.errors import SettingsError
-from codebelt.shell import sandbox
-from codebelt.shell.sandbox import Limits, SandboxConfig, SandboxUnavailable, bwrap, landlock
+from codebelt import sandbox
+from codebelt.sandbox import Limits, SandboxConfig, SandboxUnavailable, bwrap, landlock
 
 from .conftest import backend_unusable
 

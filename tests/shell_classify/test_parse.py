@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from codebelt.shell.parse import parse
+from codebelt.shell.analysis.parse import parse
 
 HOME = os.path.expanduser("~")
 

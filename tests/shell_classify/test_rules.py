@@ -98,7 +98,7 @@ AUTO_ALLOW = [
 
 @pytest.mark.parametrize("mode,auto,command,expected", AUTO_ALLOW)
 def test_sandbox_auto_allow(make_session, ws, mode, auto, command, expected):
-    from codebelt.shell import sandbox
+    from codebelt import sandbox
 
     settings = {"sandbox": {"autoAllowBash": auto}} if auto is not None else None
     s = make_session(sandbox=mode, settings=settings)
@@ -112,7 +112,7 @@ def test_sandbox_auto_allow(make_session, ws, mode, auto, command, expected):
 
 
 def test_sandbox_failure_means_off(layout, monkeypatch):
-    from codebelt.shell import sandbox
+    from codebelt import sandbox
 
     def boom(session):
         raise RuntimeError("probe failed")

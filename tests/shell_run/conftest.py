@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from codebelt.shell.procs import MARKER_VAR
+from codebelt.shell.execution.procs import MARKER_VAR
 
 
 def live_processes(tokens: list[str], marker_prefixes: list[str]) -> list[str]:

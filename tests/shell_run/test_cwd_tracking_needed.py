@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from codebelt.shell.cwd import may_change_cwd
+from codebelt.shell.execution.cwd import may_change_cwd
 
 CASES = [
     ("true", False),

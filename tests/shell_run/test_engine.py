@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from codebelt.shell import spool
-from codebelt.shell.runner import MAX_ARGV_SCRIPT, ShellProcess, build_env, wrap_script
+from codebelt.shell.execution import spool
+from codebelt.shell.execution.runner import MAX_ARGV_SCRIPT, ShellProcess, build_env, wrap_script
 from codebelt.tools.bash import Bash, BashInput
 
 

@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     command = sys.stdin.read() if args.shell_command == "-" else args.shell_command
     from ..permissions.requests import CommandRequest
-    from ..shell.analyze import analyze
+    from ..shell.analysis.analyze import analyze
 
     with make_session(args, interactive=False, audit=False) as session:
         ws = session.workspace
@@ -77,7 +77,7 @@ def _sandbox(session) -> dict[str, Any]:
     if session.settings.get("sandbox.mode", "auto") == "off":
         return {"active": False, "reason": "sandbox.mode is off"}
     try:
-        from ..shell import sandbox
+        from .. import sandbox
 
         st = sandbox.status(session)
         return {"active": bool(st.active), "backend": st.backend, "reason": st.reason}

@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     # The MCP client answers `ask` decisions (elicitation), never the terminal: stdin is the protocol.
     session = make_session(args, interactive=False)
     try:
-        from .. import mcp_server
+        from ..mcp import server as mcp_server
 
         if address is None:
             mcp_server.run_stdio(session)

@@ -23,13 +23,13 @@ from .decision import Decision
 from .requests import CommandRequest, PathRequest
 
 if TYPE_CHECKING:
-    from ..shell.analyze import Analysis, CommandVerdict
+    from ..shell.analysis.analyze import Analysis, CommandVerdict
     from .engine import PermissionEngine
     from .rules import Rule
 
 
 def decide_command(engine: "PermissionEngine", request: CommandRequest) -> Decision:
-    from ..shell.analyze import analyze
+    from ..shell.analysis.analyze import analyze
 
     analysis = analyze(request.command, Path(request.cwd), engine.workspace)
     return decide_analysis(engine, analysis)
@@ -216,7 +216,7 @@ def _sandbox_auto_allow(engine: "PermissionEngine") -> bool:
         session = getattr(engine, "session", None)
         if session is None:
             return False
-        from ..shell import sandbox
+        from .. import sandbox
 
         status = sandbox.status(session)
         return bool(status.active and getattr(status, "protected_paths", False))

@@ -1,16 +1,3 @@
-"""Shell support: command analysis (parse, read-only, danger), the runner, tasks, the sandbox.
-
-Kept import-light: `from codebelt.shell import analyze` loads tree-sitter only on first use.
-"""
-
-from __future__ import annotations
-
-
-def analyze(command, cwd, workspace):
-    """See `codebelt.shell.analyze.analyze`."""
-    from .analyze import analyze as _analyze
-
-    return _analyze(command, cwd, workspace)
-
-
-__all__ = ["analyze"]
+"""The shell engines: `analysis` (what a command line would do: parse, read-only, danger) and
+`execution` (running commands: processes, output spooling, background tasks, working directory).
+The OS sandbox the runner wraps commands in is its own package, `codebelt.sandbox`."""

@@ -13,11 +13,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..permissions.requests import CommandRequest
-from ..shell.cwd import ShellCwd, may_change_cwd
-from ..shell.foreground import wait_foreground
-from ..shell.runner import Outcome, ShellError, ShellProcess
-from ..shell.spool import Progress, render
-from ..shell.tasks import Task, TaskManager
+from ..shell.execution.cwd import ShellCwd, may_change_cwd
+from ..shell.execution.foreground import wait_foreground
+from ..shell.execution.runner import Outcome, ShellError, ShellProcess
+from ..shell.execution.spool import Progress, render
+from ..shell.execution.tasks import Task, TaskManager
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -139,7 +139,7 @@ def _patch_tool() -> Any:
 # -- result shaping -------------------------------------------------------------------------------
 def _sandbox_note(output_tail: str, exit_code: int | None, ctx: ToolContext) -> str | None:
     try:
-        from ..shell.sandbox import explain_denial  # type: ignore[attr-defined]
+        from ..sandbox import explain_denial  # type: ignore[attr-defined]
     except ImportError:
         return None
     try:
@@ -205,7 +205,7 @@ class Bash(Tool):
         if params.run_in_background or _patch_invocation(params.command) is not None:
             return False
         try:
-            from ..shell.analyze import analyze
+            from ..shell.analysis.analyze import analyze
 
             return bool(analyze(params.command, None, None).read_only)
         except Exception:

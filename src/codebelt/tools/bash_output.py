@@ -6,7 +6,7 @@ import re
 
 from pydantic import BaseModel, Field
 
-from ..shell.tasks import TaskManager
+from ..shell.execution.tasks import TaskManager
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
 
 MAX_RESULT_CHARS = 30_000

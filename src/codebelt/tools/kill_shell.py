@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from ..shell.tasks import TaskManager
+from ..shell.execution.tasks import TaskManager
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
 
 DESCRIPTION = """- Kills a running background bash shell by its ID

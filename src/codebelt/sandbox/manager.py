@@ -1,4 +1,4 @@
-"""The OS sandbox for Bash commands: choose a backend, probe it once, wrap each command.
+"""One session's OS sandbox for Bash commands: choose a backend, probe it once, wrap each command.
 
 The contract the runner and the permission layer call:
 
@@ -23,24 +23,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ...errors import CodebeltError, SettingsError
-from ...tool import ToolError
+from ..errors import CodebeltError, SettingsError
+from ..tool import ToolError
 from . import bwrap as _bwrap
 from . import denial as _denial
 from .config import Limits, SandboxConfig
 from .limits import ProcessCap, apply_rlimits, rlimits
 from .protected import placeholders
 
-__all__ = [
-    "Limits",
-    "SandboxConfig",
-    "SandboxStatus",
-    "SandboxUnavailable",
-    "Sandbox",
-    "status",
-    "wrapper_for",
-    "explain_denial",
-]
+__all__ = ["Sandbox", "SandboxStatus", "SandboxUnavailable", "status", "wrapper_for", "explain_denial"]
 
 Wrapper = Callable[[list[str], Path, dict], tuple[list[str], dict, Callable[[], None] | None]]
 PROBE_TIMEOUT = 10.0

@@ -1,14 +1,14 @@
 """The MCP server entry point for library users: build the SDK server for a Session and run it.
 
     from codebelt import Session
-    from codebelt.mcp_server import create_server, run_stdio, run_http
+    from codebelt.mcp.server import create_server, run_stdio, run_http
 
     with Session(root=".") as s:
         run_stdio(s)                                  # blocks; `codebelt serve` does this
         # run_http(s, "127.0.0.1", 8765, token=None)  # streamable HTTP at /mcp
 
 `create_server(s)` returns the `codebelt.mcp.Bridge`; `.server` is the SDK's low-level Server,
-for embedding in your own transport or ASGI app. The implementation lives in `codebelt.mcp`.
+for embedding in your own transport or ASGI app. 
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .mcp.bridge import Bridge
-    from .session import Session
+    from .bridge import Bridge
+    from ..session import Session
 
 
 def create_server(session: "Session", **kwargs: Any) -> "Bridge":
-    from .mcp.bridge import Bridge
+    from .bridge import Bridge
 
     return Bridge(session, **kwargs)
 
@@ -29,7 +29,7 @@ def create_server(session: "Session", **kwargs: Any) -> "Bridge":
 def run_stdio(session: "Session") -> None:
     import anyio
 
-    from .mcp.transport import serve_stdio
+    from .transport import serve_stdio
 
     bridge = create_server(session)
     try:
@@ -51,7 +51,7 @@ def run_http(
 
     import anyio
 
-    from .mcp.transport import serve_http
+    from .transport import serve_http
 
     bridge = create_server(session)
     try:

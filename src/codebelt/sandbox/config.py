@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...errors import SettingsError
+from ..errors import SettingsError
 
 MODES = ("auto", "bwrap", "landlock", "off", "required")
 DEFAULT_MODE = "auto"

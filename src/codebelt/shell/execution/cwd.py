@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from ...session import Session
 
 
 # Builtins through which a command can change the shell's own directory (external programs
@@ -30,7 +30,7 @@ def may_change_cwd(command: str) -> bool:
     Conservative: anything the parser cannot flatten (functions, subshells, expansions in
     command position …) counts as "may change it", and the directory is recorded as usual.
     """
-    from .parse import parse
+    from ..analysis.parse import parse
 
     script = parse(command)
     if script.complex is not None or not script.commands:

@@ -85,7 +85,7 @@ def analyze(command: str, cwd: Path | None, workspace) -> Analysis:
     means the workspace root.
     """
     if workspace is None:
-        from ..workspace import Workspace
+        from ...workspace import Workspace
 
         workspace = Workspace(Path("/"))
     if cwd is None:

@@ -27,7 +27,7 @@ from .runner import ShellError, ShellProcess, Wrap, build_env
 from .spool import IncrementalReader, SpoolDir
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from ...session import Session
 
 DEFAULT_GRACE_MS = 2_000
 DEFAULT_MAX_OUTPUT_BYTES = 4 << 30  # a runaway `yes` stops before it fills the disk
@@ -114,7 +114,7 @@ class TaskManager:
         """
         if not self._wrap_loaded:
             try:
-                from .sandbox import wrapper_for  # type: ignore[attr-defined]
+                from ...sandbox import wrapper_for  # type: ignore[attr-defined]
             except ImportError:
                 wrapper_for = None
             self._wrap = wrapper_for(self.session) if wrapper_for is not None else None
