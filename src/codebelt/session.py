@@ -13,6 +13,7 @@ import tempfile
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
@@ -20,17 +21,24 @@ from pydantic import ValidationError
 
 from . import budget
 from .coerce import coerce_input, describe_validation_error
-from .errors import PathError, UnknownToolError
-from .permissions.approvers import ApprovalRefused, Approver, ApprovalRequest
+from .errors import Cancelled, CodebeltError, PathError, SettingsError, ToolError, UnknownToolError
+from .permissions.approvers import ApprovalRefused, ApprovalRequest, Approver
 from .permissions.decision import Decision
 from .permissions.engine import PermissionEngine
-from .settings import Settings, load_settings
-from .tool import Cancelled, ProgressCallback, Tool, ToolContext, ToolError, ToolResult
+from .settings import MODES, SANDBOX_MODES, Settings, load_settings
+from .tool import ProgressCallback, Services, Tool, ToolContext, ToolResult
 from .workspace import Workspace
 
 T = TypeVar("T")
 
-MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
+
+@dataclass
+class _Prepared:
+    """A call whose input has been checked against the schema: parsed once, used by the
+    concurrency check and by the call itself."""
+
+    tool: Tool
+    params: Any
 
 
 class Session:
@@ -39,6 +47,7 @@ class Session:
     `settings` is a dict in the settings-file format, merged on top of the files found under
     `root`. `approver` answers `ask` decisions (a callable taking an ApprovalRequest and
     returning True/False); without one, `ask` becomes `deny` with the rule that would allow it.
+    A settings file or value that cannot be used raises `SettingsError` here, naming it.
     """
 
     def __init__(
@@ -58,41 +67,53 @@ class Session:
         root_path = Path(root).expanduser()
         if not root_path.is_dir():
             raise PathError(f"workspace root {root} is not a directory")
+        if mode is not None and mode not in MODES:
+            raise SettingsError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+        if sandbox is not None and sandbox not in SANDBOX_MODES:
+            raise SettingsError(f"unknown sandbox mode {sandbox!r}; expected one of {', '.join(SANDBOX_MODES)}")
+        overrides: dict[str, Any] = {}
+        if mode is not None:
+            overrides["permissions"] = {"defaultMode": mode}
+        if sandbox is not None:
+            overrides["sandbox"] = {"mode": sandbox}
         self.id = session_id or uuid.uuid4().hex[:12]
         self.settings: Settings = load_settings(
             root_path,
             explicit=settings,
             settings_file=Path(settings_file) if settings_file else None,
             load_user=load_user_settings,
+            overrides=overrides,
         )
-        if mode is not None:
-            self.settings.set("permissions.defaultMode", mode)
-        if sandbox is not None:
-            self.settings.set("sandbox.mode", sandbox)
-        self.mode = self.settings.get("permissions.defaultMode", "default")
-        if self.mode not in MODES:
-            raise ValueError(f"unknown mode {self.mode!r}; expected one of {', '.join(MODES)}")
+        self.mode = self.settings.permissions.default_mode
 
+        extra = [
+            (root_path / d) if not Path(d).expanduser().is_absolute() else Path(d).expanduser()
+            for d in self.settings.permissions.additional_directories
+        ]
         self._tmp = Path(tempfile.mkdtemp(prefix=f"codebelt-{self.id}-"))
         self.results_dir = self._tmp / "results"
         self.results_dir.mkdir()
         self.temp_dir = self._tmp / "tmp"  # the per-session TMPDIR for shell commands
         self.temp_dir.mkdir()
-        extra = [
-            (root_path / d) if not Path(d).expanduser().is_absolute() else Path(d).expanduser()
-            for d in self.settings.get("permissions.additionalDirectories", [])
-        ]
         self.workspace = Workspace(
             root_path, [d for d in extra if d.is_dir()], internal_read_dirs=[self.results_dir]
         )
         self.approver = approver
-        self.engine = PermissionEngine(self.settings, self.workspace, self.mode, session=self)
 
         from .tools import registry  # local: the registry imports every tool module
 
-        self._tools: dict[str, Tool] = {t.name: t() for t in (tools or registry())}
-        self._services: dict[Any, Any] = {}
-        self._services_lock = threading.RLock()
+        builtin = registry()
+        self._tools: dict[str, Tool] = {t.name: t() for t in (tools or builtin)}
+        self._services = Services()
+        # Path rules name tools (`Write(src/**)`): a rule naming a built-in tool keeps its meaning
+        # in a session that registers other tools.
+        families = {t.name: t.permission_family for t in [*builtin, *map(type, self._tools.values())]
+                    if t.permission_family}
+        self.engine = PermissionEngine(
+            self.settings, self.workspace, self.mode,
+            tool_families=families,
+            sandbox_contains=self._sandbox_contains,
+        )
         self._audit = None
         if audit:
             from .audit import AuditLog
@@ -100,15 +121,29 @@ class Session:
             self._audit = AuditLog.open(None if audit is True else Path(audit))
         self._closed = False
 
-    # -- settings and services ---------------------------------------------------------------
-    def setting(self, dotted: str, default: T) -> T:
-        return self.settings.get(dotted, default)
+    # -- services ----------------------------------------------------------------------------
+    def context(self, tool_name: str, cancel_event: threading.Event | None = None,
+                progress: ProgressCallback | None = None) -> ToolContext:
+        """The context a call of `tool_name` runs with."""
+        return ToolContext(
+            tool_name=tool_name, session_id=self.id, workspace=self.workspace, settings=self.settings,
+            permissions=self.engine, results_dir=self.results_dir, temp_dir=self.temp_dir,
+            services=self._services, cancel_event=cancel_event or threading.Event(), progress=progress,
+        )
 
-    def service(self, factory: Callable[["Session"], T]) -> T:
-        with self._services_lock:
-            if factory not in self._services:
-                self._services[factory] = factory(self)
-            return self._services[factory]
+    def service(self, factory: Callable[[ToolContext], T]) -> T:
+        """A per-session singleton (see `ToolContext.service`)."""
+        return self._services.get(factory, self.context("session"))
+
+    def sandbox(self):
+        """The session's Bash sandbox (`codebelt.sandbox.Sandbox`), probed on first use."""
+        from .tools._services import sandbox
+
+        return self.service(sandbox)
+
+    def _sandbox_contains(self) -> bool:
+        status = self.sandbox().status
+        return bool(status.active and status.protected_paths)
 
     # -- tools -------------------------------------------------------------------------------
     @property
@@ -128,12 +163,15 @@ class Session:
 
     def tasks(self) -> list[dict[str, Any]]:
         """The session's background shell tasks: id, command, status, output file."""
-        from .shell.execution.tasks import TaskManager
+        from .tools._services import task_manager
 
+        manager = self._services.peek(task_manager)
+        if manager is None:
+            return []
         return [
             {"id": t.id, "command": t.command, "description": t.description,
              "status": t.status(), "status_text": t.status_text(), "output_path": str(t.output_path)}
-            for t in self.service(TaskManager).tasks()
+            for t in manager.tasks()
         ]
 
     # -- the pipeline ------------------------------------------------------------------------
@@ -145,22 +183,25 @@ class Session:
         progress: ProgressCallback | None = None,
         cancel_event: threading.Event | None = None,
     ) -> ToolResult:
+        return self._call(name, input, None, progress, cancel_event)
+
+    def _call(self, name: str, input: Any, prepared: _Prepared | None,
+              progress: ProgressCallback | None, cancel_event: threading.Event | None) -> ToolResult:
         started = time.perf_counter()
         decision: Decision | None = None
+        tool_name = name
         try:
-            tool = self.tool(name)
-        except UnknownToolError as e:
-            result = ToolResult.error(str(e))
-            self._record(name, input, None, result, started)
-            return result
-        ctx = ToolContext(self, tool.name, cancel_event or threading.Event(), progress)
-        try:
-            params = self._parse(tool, input)
+            if prepared is None:
+                prepared = self._prepare(name, input)
+            tool, params = prepared.tool, prepared.params
+            tool_name = tool.name
+            ctx = self.context(tool.name, cancel_event, progress)
             tool.validate(params, ctx)
             decision = self._permit(tool, params, input, ctx)
             if decision.behavior != "allow":
                 result = ToolResult.error(decision.message(tool.name), decision=decision.to_dict())
             else:
+                ctx.decision = decision
                 result = tool.run(params, ctx)
                 result = budget.apply(tool, result, self.results_dir)
         except ToolError as e:
@@ -168,13 +209,15 @@ class Session:
         except PathError as e:
             result = ToolResult.error(f"{e} — give a path inside the workspace {self.workspace.root}.")
         except Cancelled:
-            result = ToolResult.error(f"{tool.name} was cancelled before it finished.")
+            result = ToolResult.error(f"{tool_name} was cancelled before it finished.")
+        except CodebeltError as e:
+            result = ToolResult.error(str(e))
         except Exception as e:  # noqa: BLE001 — never hand a traceback to the model
             result = ToolResult.error(
-                f"{tool.name} failed with an internal error: {type(e).__name__}: {e}. "
+                f"{tool_name} failed with an internal error: {type(e).__name__}: {e}. "
                 "This is a bug in codebelt, not in your input; try another approach."
             )
-        self._record(tool.name, input, decision, result, started)
+        self._record(tool_name, input, decision, result, started)
         return result
 
     async def acall(
@@ -185,12 +228,16 @@ class Session:
         progress: ProgressCallback | None = None,
     ) -> ToolResult:
         """Async `call`; cancelling the awaiting task cancels the tool (and kills commands)."""
+        return await self._acall(name, input, None, progress)
+
+    async def _acall(self, name: str, input: Any, prepared: _Prepared | None,
+                     progress: ProgressCallback | None) -> ToolResult:
         import asyncio  # here, not at the top: the CLI's start-up never needs it
 
         event = threading.Event()
         context = contextvars.copy_context()  # the caller's context variables reach the tool
         fut = asyncio.get_running_loop().run_in_executor(
-            None, lambda: context.run(self.call, name, input, progress=progress, cancel_event=event)
+            None, lambda: context.run(self._call, name, input, prepared, progress, event)
         )
         try:
             return await asyncio.shield(fut)
@@ -212,32 +259,39 @@ class Session:
         calls = list(calls)
         results: list[ToolResult | None] = [None] * len(calls)
         batch: list[int] = []
+        prepared: list[_Prepared | None] = []
+        for name, inp in calls:
+            try:
+                prepared.append(self._prepare(name, inp))
+            except CodebeltError:
+                prepared.append(None)  # the call reports its own error, in order
 
         async def flush() -> None:
             if batch:
-                outs = await asyncio.gather(*(self.acall(*calls[i]) for i in batch))
+                outs = await asyncio.gather(*(self._acall(*calls[i], prepared[i], None) for i in batch))
                 for i, r in zip(batch, outs):
                     results[i] = r
                 batch.clear()
 
-        for i, (name, inp) in enumerate(calls):
-            if self._is_concurrency_safe(name, inp):
+        for i, p in enumerate(prepared):
+            if p is not None and self._is_concurrency_safe(p):
                 batch.append(i)
                 continue
             await flush()
-            results[i] = await self.acall(name, inp)
+            results[i] = await self._acall(*calls[i], p, None)
         await flush()
         return [r for r in results if r is not None]
 
     # -- pipeline steps ----------------------------------------------------------------------
-    def _is_concurrency_safe(self, name: str, inp: Mapping[str, Any]) -> bool:
+    @staticmethod
+    def _is_concurrency_safe(p: _Prepared) -> bool:
         try:
-            tool = self.tool(name)
-            return bool(tool.is_concurrency_safe(self._parse(tool, inp)))
-        except Exception:
+            return bool(p.tool.is_concurrency_safe(p.params))
+        except Exception:  # noqa: BLE001 - unknown means: run it alone
             return False
 
-    def _parse(self, tool: Tool, input: Mapping[str, Any] | None) -> Any:
+    def _prepare(self, name: str, input: Any) -> _Prepared:
+        tool = self.tool(name)
         if input is None:
             input = {}
         if not isinstance(input, Mapping):
@@ -245,15 +299,16 @@ class Session:
                 f"Input to {tool.name} must be a JSON object, got {type(input).__name__}."
             )
         try:
-            return tool.Input.model_validate(coerce_input(tool.Input, dict(input)))
+            params = tool.Input.model_validate(coerce_input(tool.Input, dict(input)))
         except ValidationError as e:
             raise ToolError(describe_validation_error(tool.name, e)) from None
+        return _Prepared(tool, params)
 
     def _permit(self, tool: Tool, params: Any, raw: Any, ctx: ToolContext) -> Decision:
         requests = tool.permission_requests(params, ctx)
         decision = self.engine.decide(tool.name, requests)
         if decision.behavior == "ask":
-            decision = self._ask(tool, raw, decision)
+            decision = self._ask(tool, params, raw, decision)
             if decision.behavior == "allow" and tool.permission_requests(params, ctx) != requests:
                 # A symlink or directory was swapped while the user decided: what was approved
                 # is no longer what would run (TOCTOU). Refuse rather than write elsewhere.
@@ -265,10 +320,14 @@ class Session:
                 )
         return decision
 
-    def _ask(self, tool: Tool, raw: Any, decision: Decision) -> Decision:
+    def _ask(self, tool: Tool, params: Any, raw: Any, decision: Decision) -> Decision:
         if self.approver is None:
             return decision.refused("no approver is attached to this session")
-        request = ApprovalRequest(tool=tool.name, input=dict(raw or {}), decision=decision)
+        try:
+            detail = tool.summarize(params)
+        except Exception:  # noqa: BLE001 - the request then shows the raw input
+            detail = None
+        request = ApprovalRequest(tool=tool.name, input=dict(raw or {}), decision=decision, detail=detail)
         try:
             approved = bool(self.approver(request))
         except ApprovalRefused as e:  # the approver could not ask anyone, and says why
@@ -304,16 +363,7 @@ class Session:
         if self._closed:
             return
         self._closed = True
-        with self._services_lock:
-            services = list(self._services.values())
-            self._services.clear()
-        for s in services:
-            close = getattr(s, "close", None)
-            if callable(close):
-                try:
-                    close()
-                except Exception:
-                    pass
+        self._services.close()
         if self._audit is not None:
             self._audit.close()
         shutil.rmtree(self._tmp, ignore_errors=True)

@@ -1,8 +1,9 @@
 """The tool contract: what every tool declares and what every call returns.
 
 A tool is one self-describing object: its name, the prompt text the model reads, its input model
-(pydantic), its flags, what it asks permission for, and `run`. Nothing about a tool lives outside
-its own module except its registration in `codebelt.tools`.
+(pydantic), its flags, which permission-rule family covers it, what it asks permission for, and
+`run`. Nothing about a tool lives outside its own module except its registration in
+`codebelt.tools`.
 """
 
 from __future__ import annotations
@@ -10,16 +11,25 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from .errors import Cancelled, ToolError
+from .workspace import Workspace
+
 if TYPE_CHECKING:
+    from .permissions.decision import Decision
+    from .permissions.engine import PermissionEngine
     from .permissions.requests import Request
-    from .session import Session
-    from .workspace import Workspace
+    from .settings import Settings
 
 T = TypeVar("T")
+
+__all__ = [
+    "Image", "ToolResult", "ToolError", "Cancelled", "ToolContext", "ToolInput", "Tool",
+    "ProgressCallback", "Services",
+]
 
 
 @dataclass(frozen=True)
@@ -52,50 +62,68 @@ class ToolResult:
         }
 
 
-class ToolError(Exception):
-    """Raised inside `validate`/`run` to end the call with an `is_error` result.
-
-    The message is what the model reads: say what happened and what to do next.
-    """
-
-    def __init__(self, message: str, **data: Any):
-        super().__init__(message)
-        self.message = message
-        self.data = data
-
-
-class Cancelled(Exception):
-    """Raised by `ToolContext.check_cancelled` once the caller has cancelled the call."""
-
-
 # progress(message, data): called by long-running tools, at most about once a second.
 ProgressCallback = Callable[[str, dict[str, Any]], None]
 
 
+class Services:
+    """Per-session singletons (the file-state store, the task manager, the sandbox …), created
+    on first use by a factory that receives the asking call's `ToolContext` and reads only its
+    session-wide fields. `close()` closes them in the order they were created (the task manager
+    stops its commands before the sandbox removes what is left)."""
+
+    def __init__(self) -> None:
+        self._items: dict[Any, Any] = {}
+        self._lock = threading.RLock()
+        self._closed = False
+
+    def get(self, factory: Callable[["ToolContext"], T], ctx: "ToolContext") -> T:
+        with self._lock:
+            if factory not in self._items:
+                self._items[factory] = factory(ctx)
+            return self._items[factory]
+
+    def peek(self, factory: Callable[..., T]) -> T | None:
+        """The service if it was created, else None (nothing is started)."""
+        with self._lock:
+            return self._items.get(factory)
+
+    def close(self) -> None:
+        with self._lock:
+            items = list(self._items.values())
+            self._items.clear()
+        for s in items:
+            close = getattr(s, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception:  # noqa: BLE001 - one failing service must not keep others open
+                    pass
+
+
 @dataclass
 class ToolContext:
-    """What a running tool may use: the session's workspace, settings, services and signals."""
+    """What a running tool may use, as explicit fields: the session's workspace, settings,
+    permission engine (for questions such as "is this path read-denied?"), directories and
+    services, plus this call's decision, cancel signal and progress sink."""
 
-    session: "Session"
     tool_name: str
+    session_id: str
+    workspace: Workspace
+    settings: "Settings"
+    permissions: "PermissionEngine"
+    results_dir: Path  # evicted results and spooled command output (readable by Read)
+    temp_dir: Path  # the per-session TMPDIR of shell commands
+    services: Services
     cancel_event: threading.Event = field(default_factory=threading.Event)
     progress: ProgressCallback | None = None
+    # The permission decision this call runs under (set by the session before `run`): a Bash
+    # command allowed because it is read-only runs differently from one a person approved.
+    decision: "Decision | None" = None
 
-    @property
-    def workspace(self) -> "Workspace":
-        return self.session.workspace
-
-    @property
-    def results_dir(self) -> Path:
-        return self.session.results_dir
-
-    def setting(self, dotted: str, default: T) -> T:
-        """A value from the merged settings, e.g. `ctx.setting("grep.timeoutMs", 20000)`."""
-        return self.session.setting(dotted, default)
-
-    def service(self, factory: Callable[["Session"], T]) -> T:
-        """A per-session singleton (file-state store, task manager …), created on first use."""
-        return self.session.service(factory)
+    def service(self, factory: Callable[["ToolContext"], T]) -> T:
+        """A per-session singleton, created on first use by `factory(ctx)`."""
+        return self.services.get(factory, self)
 
     @property
     def cancelled(self) -> bool:
@@ -131,12 +159,15 @@ class Tool:
     destructive: ClassVar[bool] = False
     idempotent: ClassVar[bool] = False
     open_world: ClassVar[bool] = False
-    # None: the tool bounds its own output and is never evicted (SPEC §6).
+    # Which family of path rules covers this tool's path requests besides rules naming it:
+    # "read" (`Read(…)` rules), "edit" (`Edit(…)` rules), or None.
+    permission_family: ClassVar[Literal["read", "edit"] | None] = None
+    # None: the tool bounds its own output and is never evicted.
     max_result_chars: ClassVar[int | None] = 30_000
     search_hint: ClassVar[str] = ""
 
     def is_concurrency_safe(self, params: Any) -> bool:
-        """Whether this call may run alongside others (Bash overrides it per command)."""
+        """Whether this call may run alongside others (Bash decides per command)."""
         return self.concurrency_safe
 
     def validate(self, params: Any, ctx: ToolContext) -> None:
@@ -145,6 +176,13 @@ class Tool:
     def permission_requests(self, params: Any, ctx: ToolContext) -> list["Request"]:
         """What this call would touch, for the permission engine. No requests = allowed."""
         return []
+
+    def summarize(self, params: Any) -> str:
+        """One line saying what this call would do, for a person asked to approve it."""
+        path = getattr(params, "file_path", None)
+        if isinstance(path, str):
+            return path
+        return params.model_dump_json(exclude_none=True) if isinstance(params, BaseModel) else str(params)
 
     def run(self, params: Any, ctx: ToolContext) -> ToolResult:
         raise NotImplementedError

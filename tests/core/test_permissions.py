@@ -67,9 +67,7 @@ def test_path_decisions(make_session, ws, perms, mode, tool, path, expected, rea
 
 
 def _ctx(s, tool):
-    from codebelt.tool import ToolContext
-
-    return ToolContext(s, tool)
+    return s.context(tool)
 
 
 def test_ask_without_approver_is_denied_with_a_way_to_allow_it(make_session, ws):

@@ -8,6 +8,7 @@ import sqlite3
 import pytest
 
 from codebelt import Session
+from codebelt.errors import SettingsError
 
 from .tools_for_tests import ALL, Sleep
 
@@ -142,7 +143,7 @@ def test_session_rejects_a_missing_root(tmp_path):
 
 
 def test_session_rejects_an_unknown_mode(ws):
-    with pytest.raises(ValueError, match="unknown mode"):
+    with pytest.raises(SettingsError, match="unknown mode"):
         Session(root=ws, mode="yolo", audit=False, load_user_settings=False)
 
 

@@ -18,18 +18,18 @@ def write(path: Path, data) -> None:
 
 def test_precedence_of_scalars(ws, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
-    write(tmp_path / "cfg/codebelt/settings.json", {"grep": {"timeoutMs": 1, "x": "user"}, "permissions": {"defaultMode": "plan"}})
+    write(tmp_path / "cfg/codebelt/settings.json", {"grep": {"timeoutMs": 1, "headLimit": 7}, "permissions": {"defaultMode": "plan"}})
     write(ws / ".codebelt/settings.json", {"grep": {"timeoutMs": 2}})
     write(ws / ".codebelt/settings.local.json", {"grep": {"timeoutMs": 3}})
     extra = tmp_path / "extra.json"
     write(extra, {"grep": {"timeoutMs": 4}})
     s = load_settings(ws, explicit={"grep": {"timeoutMs": 5}}, settings_file=extra)
     assert s.get("grep.timeoutMs") == 5
-    assert s.get("grep.x") == "user"  # deep merge keeps lower keys
+    assert s.get("grep.headLimit") == 7  # deep merge keeps lower keys
     assert s.get("permissions.defaultMode") == "plan"
     assert load_settings(ws, settings_file=extra).get("grep.timeoutMs") == 4
     assert load_settings(ws).get("grep.timeoutMs") == 3
-    assert load_settings(ws, load_user=False).get("grep.x") is None
+    assert load_settings(ws, load_user=False).get("grep.headLimit") == 250  # the default
 
 
 def test_rules_from_every_file_with_their_sources(ws):
@@ -97,13 +97,13 @@ def test_mode_from_settings_and_override(make_session, ws):
 def test_workspace_cannot_set_trust_keys(ws, tmp_path, rel, data, dotted):
     write(ws / rel, data)
     s = load_settings(ws, load_user=False)
-    assert s.get(dotted) is None
+    assert s.source_of(dotted) == "default"  # the workspace's value was not taken
     assert any(dotted in w and rel in w for w in s.warnings)
     # The same values are honoured from an explicit settings file or the API.
     extra = tmp_path / "explicit.json"
     write(extra, data)
-    assert load_settings(ws, settings_file=extra, load_user=False).get(dotted) is not None
-    assert load_settings(ws, explicit=data, load_user=False).get(dotted) is not None
+    assert load_settings(ws, settings_file=extra, load_user=False).source_of(dotted) == str(extra)
+    assert load_settings(ws, explicit=data, load_user=False).source_of(dotted) == "session settings"
 
 
 def test_workspace_keeps_other_settings(ws):

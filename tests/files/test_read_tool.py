@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from codebelt.files.lines import LineIndexCache
+from codebelt.tools._services import line_indexes as LineIndexCache
 
 
 def read(session, **inp):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from codebelt.patch.invocation import PatchInvocation, find_invocation
+from codebelt.shell.analysis.patch_call import PatchInvocation, find_invocation
 
 P = "*** Begin Patch\n*** Add File: foo\n+hi\n*** End Patch"
 HD = f"<<'EOF'\n{P}\nEOF"

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from codebelt.patch import PatchError, apply_patch, parse_patch
-from codebelt.patch.invocation import find_invocation
+from codebelt.shell.analysis.patch_call import find_invocation
 
 # Few distinct lines, so look-alike regions are common; no trailing whitespace (the fuzzy test adds it).
 LINE = st.sampled_from(["a", "b", "", "def f():", "    return 1", "}", "x = 1", "naïve – “q”", "   indented", "*", "@@"])

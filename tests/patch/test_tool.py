@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from codebelt.permissions.requests import PathRequest
-from codebelt.tool import ToolContext
 from codebelt.tools.apply_patch import patch_requests, run_patch
 
 
@@ -115,7 +114,7 @@ def test_read_patch_then_edit_keeps_working(ws: Path, make_session):
 
 def test_patch_requests_cover_every_touched_path(ws: Path, make_session):
     s = make_session()
-    ctx = ToolContext(session=s, tool_name="ApplyPatch")
+    ctx = s.context("ApplyPatch")
     reqs = patch_requests(patch(
         "*** Add File: a.txt\n+x\n*** Delete File: d.txt\n"
         "*** Update File: u.txt\n*** Move to: m/v.txt\n@@\n-x\n+y\n"), ws / "sub", ctx)
@@ -128,7 +127,7 @@ def test_run_patch_takes_paths_from_base(ws: Path, make_session):
     (ws / "sub").mkdir()
     (ws / "sub" / "f.txt").write_text("old\n")
     s = make_session(mode="acceptEdits")
-    ctx = ToolContext(session=s, tool_name="Bash")
+    ctx = s.context("Bash")
     r = run_patch(patch("*** Update File: f.txt\n@@\n-old\n+new\n"), ws / "sub", ctx)
     assert not r.is_error, r.text
     assert r.text == "Success. Updated the following files:\nM sub/f.txt\n"

@@ -63,7 +63,7 @@ def layout(tmp_path_factory) -> Path:
     return build_layout(Path(os.path.realpath(tmp_path_factory.mktemp("cls") / "ws")))
 
 
-def make_engine(root: Path, mode: str = "default", settings: dict | None = None) -> PermissionEngine:
+def make_engine(root: Path, mode: str = "default", settings: dict | None = None, **kw) -> PermissionEngine:
     data = {"sandbox": {"mode": "off"}, **(settings or {})}
     s = Settings([("test settings", data)])
-    return PermissionEngine(s, Workspace(root), mode)
+    return PermissionEngine(s, Workspace(root), mode, **kw)

@@ -98,11 +98,9 @@ AUTO_ALLOW = [
 
 @pytest.mark.parametrize("mode,auto,command,expected", AUTO_ALLOW)
 def test_sandbox_auto_allow(make_session, ws, mode, auto, command, expected):
-    from codebelt import sandbox
-
     settings = {"sandbox": {"autoAllowBash": auto}} if auto is not None else None
     s = make_session(sandbox=mode, settings=settings)
-    status = sandbox.status(s)
+    status = s.sandbox().status
     if mode in ("bwrap", "landlock") and not status.active:
         pytest.skip(f"{mode} does not work here: {status.reason}")
     d = s.engine.decide("Bash", [CommandRequest(command, ws)])
@@ -111,13 +109,9 @@ def test_sandbox_auto_allow(make_session, ws, mode, auto, command, expected):
         assert "sandbox" in d.reason
 
 
-def test_sandbox_failure_means_off(layout, monkeypatch):
-    from codebelt import sandbox
-
-    def boom(session):
+def test_sandbox_failure_means_off(layout):
+    def boom():
         raise RuntimeError("probe failed")
 
-    monkeypatch.setattr(sandbox, "status", boom)
-    engine = make_engine(layout, "default", {"sandbox": {"mode": "auto"}})
-    engine.session = object()
+    engine = make_engine(layout, "default", {"sandbox": {"mode": "auto", "autoAllowBash": True}}, sandbox_contains=boom)
     assert engine.decide("Bash", [CommandRequest("npm test", layout)]).behavior == "ask"

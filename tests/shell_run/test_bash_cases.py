@@ -47,10 +47,25 @@ CASES = [
      ["Tool result too large (300,000 bytes, 1 lines)"], {"truncated": True}, False),
     ("just-under-inline-limit", {"command": "head -c 27000 /dev/zero | tr '\\0' y"}, {},
      ["yyyy"], {"truncated": False}, False),
-    ("bad-env-policy-setting", {"command": "true"}, {"env": "weird"}, ['bash.env must be "inherit" or "clean"'], {}, True),
-    ("bad-timeout-setting", {"command": "true"}, {"defaultTimeoutMs": "soon"}, ["bash.defaultTimeoutMs must be"], {}, True),
     ("extra-field-refused", {"command": "true", "bogus": 1}, {}, ["bogus"], {}, True),
 ]
+
+
+# A bad setting is refused when the session starts, naming the key (not at the first command).
+BAD_SETTINGS = [
+    ("bad-env-policy-setting", {"env": "weird"}, "bash.env must be 'inherit' or 'clean'"),
+    ("bad-timeout-setting", {"defaultTimeoutMs": "soon"}, "bash.defaultTimeoutMs must be"),
+]
+
+
+@pytest.mark.parametrize("case", BAD_SETTINGS, ids=[c[0] for c in BAD_SETTINGS])
+def test_bad_bash_setting(shell, case):
+    from codebelt.errors import SettingsError
+
+    _, bash_settings, substring = case
+    with pytest.raises(SettingsError) as e:
+        shell.session(bash=bash_settings)
+    assert substring in str(e.value)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from codebelt.shell.execution.cwd import may_change_cwd
+from codebelt.shell.analysis.parse import parse
+
+
+def may_change_cwd(command: str) -> bool:
+    return parse(command).may_change_cwd
 
 CASES = [
     ("true", False),

@@ -6,7 +6,7 @@ import threading
 import time
 from pathlib import Path
 
-from codebelt.shell.execution.tasks import TaskManager
+from codebelt.tools._services import task_manager as TaskManager
 
 
 def _wait_done(s, task_id: str, within: float = 10.0) -> None:

@@ -27,15 +27,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     command = sys.stdin.read() if args.shell_command == "-" else args.shell_command
     from ..permissions.requests import CommandRequest
-    from ..shell.analysis.analyze import analyze
 
     with make_session(args, interactive=False, audit=False) as session:
         ws = session.workspace
         cwd = ws.resolve(args.cwd) if args.cwd else ws.root
         if not cwd.is_dir():
             raise UsageError(f"--cwd {args.cwd} is not a directory")
-        analysis = analyze(command, cwd, ws)
-        decision = session.engine.decide("Bash", [CommandRequest(command, cwd)])
+        decision, analysis = session.engine.explain_command(CommandRequest(command, cwd))
         report = _report(session, analysis, decision, cwd)
     if args.json:
         json.dump(report, sys.stdout, ensure_ascii=False, indent=2)
@@ -49,7 +47,7 @@ def _report(session, a, decision, cwd: Path) -> dict[str, Any]:
     engine = session.engine
     rules = []
     texts = {a.command.strip()} | {t for v in a.commands for t in (v.rule_text, v.full_text) if t}
-    for behavior, rule in engine.rules:
+    for behavior, rule in engine.rules.rules:
         if rule.tool == "Bash" and (rule.specifier is None or any(rule.matches_command(t) for t in texts)):
             rules.append({"rule": rule.text, "behavior": behavior, "source": rule.source})
     return {
@@ -74,12 +72,10 @@ def _report(session, a, decision, cwd: Path) -> dict[str, Any]:
 
 
 def _sandbox(session) -> dict[str, Any]:
-    if session.settings.get("sandbox.mode", "auto") == "off":
+    if session.settings.sandbox.mode == "off":
         return {"active": False, "reason": "sandbox.mode is off"}
     try:
-        from .. import sandbox
-
-        st = sandbox.status(session)
+        st = session.sandbox().status
         return {"active": bool(st.active), "backend": st.backend, "reason": st.reason}
     except Exception as e:  # noqa: BLE001 - explanation only; the decision already treated it as off
         return {"active": False, "reason": f"sandbox unavailable: {e}"}

@@ -14,6 +14,8 @@ import codecs
 import re
 from dataclasses import dataclass
 
+from ..errors import BinaryFile
+
 SNIFF_BYTES = 64 * 1024  # how much of a file decides its encoding and line ending
 BINARY_PROBE = 8 * 1024  # NUL bytes in this much of the head mean "binary"
 
@@ -58,14 +60,6 @@ MAGIC: tuple[tuple[int, bytes, str], ...] = (
     (257, b"ustar", "tar archive"),
     (4, b"ftyp", "MP4/QuickTime media"),
 )
-
-
-class BinaryFile(Exception):
-    """The bytes are not text. `kind` says what they look like ("PNG image", "binary data")."""
-
-    def __init__(self, kind: str):
-        super().__init__(kind)
-        self.kind = kind
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Callable
 
 from .atomic import AtomicWriteError, write_atomic
-from .codec import SNIFF_BYTES, UTF8, BinaryFile, TextFormat, apply_eol, for_display, sniff
+from .codec import (
+    SNIFF_BYTES,
+    UTF8,
+    BinaryFile,
+    TextFormat,
+    apply_eol,
+    for_display,
+    sniff,
+)
 from .lines import LineIndexCache, format_row
 from .lookup import did_you_mean
 from .matching import EditError, _find_all, _splice, replace

@@ -327,11 +327,11 @@ def read_page_text(text: str, offset: int, limit: int, max_chars: int) -> Page:
 
 
 class LineIndexCache:
-    """A per-session LRU of LineIndex objects (use as `ctx.service(LineIndexCache)`)."""
+    """A per-session LRU of LineIndex objects (a session service)."""
 
     capacity = 16
 
-    def __init__(self, session=None):
+    def __init__(self) -> None:
         self._items: OrderedDict[tuple, LineIndex] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..errors import EditError
 from .codec import apply_eol
 
 QUOTE_MAP = {
@@ -27,10 +28,6 @@ QUOTE_MAP = {
 _QUOTE_TABLE = str.maketrans(QUOTE_MAP)
 _CURLY = re.compile("[\u2018-\u201f]")
 _LINE_PREFIX = re.compile(r"^ *\d+(?:\.\d+)?(?:\t|\u2192)")
-
-
-class EditError(Exception):
-    """An edit that cannot be applied; the message names the problem and the fix."""
 
 
 @dataclass

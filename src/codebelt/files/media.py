@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import MediaError
+
 IMAGE_MIME = {
     ".png": "image/png",
     ".jpg": "image/jpeg",
@@ -25,10 +27,6 @@ MAX_IMAGE_BYTES = 3_750_000  # raw bytes whose base64 stays under 5 MB
 
 MAX_PDF_PAGES_PER_CALL = 20
 PDF_PAGES_WITHOUT_RANGE = 10
-
-
-class MediaError(Exception):
-    """A media file that cannot be shown; the message says why and what to do."""
 
 
 @dataclass

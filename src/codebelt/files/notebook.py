@@ -11,13 +11,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import NotebookError
+
 MAX_OUTPUT_CHARS = 10_000  # per output; long tracebacks and logs are cut
 MAX_IMAGES = 8
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-
-class NotebookError(Exception):
-    pass
 
 
 @dataclass

@@ -53,9 +53,9 @@ def hash_file(path: Path, limit: int = HASH_LIMIT) -> str | None:
 
 
 class FileStates:
-    """Per-session store of file states (use as `ctx.service(FileStates)`)."""
+    """Per-session store of file states (a session service)."""
 
-    def __init__(self, session=None):
+    def __init__(self) -> None:
         self._states: dict[Path, FileState] = {}
         self._lock = threading.Lock()
 

@@ -8,7 +8,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, TextIO
 
+from ..errors import ApprovalRefused
 from .decision import Decision
+
+__all__ = ["ApprovalRequest", "ApprovalRefused", "Approver", "TerminalApprover", "terminal_approver_if_interactive"]
 
 
 @dataclass(frozen=True)
@@ -16,27 +19,18 @@ class ApprovalRequest:
     tool: str
     input: dict[str, Any]
     decision: Decision
+    # One line saying what the call would do, from the tool (`Tool.summarize`): the command of a
+    # Bash call, the path of an Edit. Without it the input is shown.
+    detail: str | None = None
 
     def summary(self, limit: int = 400) -> str:
-        if self.tool == "Bash" and "command" in self.input:
-            detail = str(self.input["command"])
-        elif "file_path" in self.input:
-            detail = str(self.input["file_path"])
-        else:
-            detail = json.dumps(self.input, ensure_ascii=False)
+        detail = self.detail if self.detail is not None else json.dumps(self.input, ensure_ascii=False)
         if len(detail) > limit:
             detail = detail[:limit] + "…"
         return f"{self.tool}: {detail}"
 
 
 Approver = Callable[[ApprovalRequest], bool]
-
-
-class ApprovalRefused(Exception):
-    """Raised by an approver that cannot ask anyone (e.g. an MCP client without elicitation).
-
-    The message says why; the call is denied with it and the rule or mode that would allow it.
-    """
 
 
 class TerminalApprover:

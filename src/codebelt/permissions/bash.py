@@ -1,12 +1,12 @@
-"""The Bash permission decision: `decide_command(engine, CommandRequest) -> Decision`.
+"""The Bash permission decision: `CommandPolicy.decide(CommandRequest) -> (Decision, Analysis)`.
 
-Policy (SPEC §5, §9), in order:
+Policy, in order:
 - a deny rule matching the whole text or any part denies;
 - longer than 10,000 characters → ask;
 - complex (not reducible to simple commands) → ask, unless a rule matches the whole text;
 - per simple command: deny rule → deny; dangerous → deny unless an allow rule names it;
   ask rule or a must-ask reason (force push to a protected branch) → ask; allow rule → allow;
-  read-only → allow; sandboxed auto-allow (see _sandbox_auto_allow) → allow;
+  read-only → allow; sandboxed auto-allow (see PermissionEngine.sandbox_auto_allow) → allow;
   otherwise the mode decides (bypassPermissions allow, plan/dontAsk deny, default/acceptEdits ask);
 - files written by redirections are Edit requests and files read by read-only commands are
   Read requests, decided by the engine's path logic;
@@ -17,46 +17,65 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
-from .decision import Decision
+from .decision import Decision, by_mode
 from .requests import CommandRequest, PathRequest
+from .rules import Rule, RuleSet
 
 if TYPE_CHECKING:
     from ..shell.analysis.analyze import Analysis, CommandVerdict
-    from .engine import PermissionEngine
-    from .rules import Rule
+    from ..workspace import Workspace
 
 
-def decide_command(engine: "PermissionEngine", request: CommandRequest) -> Decision:
-    from ..shell.analysis.analyze import analyze
+class CommandPolicy:
+    """Decides shell commands for the permission engine, from the rules, the mode and the
+    workspace; `decide_path` and `sandbox_auto_allow` are the engine's (passed in, so this
+    module never imports the engine)."""
 
-    analysis = analyze(request.command, Path(request.cwd), engine.workspace)
-    return decide_analysis(engine, analysis)
+    def __init__(self, rules: RuleSet, mode: str, workspace: "Workspace",
+                 decide_path: Callable[[PathRequest], Decision], sandbox_auto_allow: Callable[[], bool]):
+        self.rules = rules
+        self.mode = mode
+        self.workspace = workspace
+        self.decide_path = decide_path
+        self.sandbox_auto_allow = sandbox_auto_allow
+
+    def analyze(self, request: CommandRequest) -> "Analysis":
+        """The request's analysis: the one it carries, or made now from its parse (or text)."""
+        if request.analysis is not None:
+            return request.analysis
+        from ..shell.analysis.analyze import analyze
+
+        return analyze(request.script or request.command, Path(request.cwd), self.workspace)
+
+    def decide(self, request: CommandRequest) -> tuple[Decision, "Analysis"]:
+        analysis = self.analyze(request)
+        return decide_analysis(self, analysis), analysis
 
 
-def decide_analysis(engine: "PermissionEngine", a: "Analysis") -> Decision:
+def decide_analysis(engine: CommandPolicy, a: "Analysis") -> Decision:
     text = a.command.strip()
-    whole = engine.match_command(text)
+    whole = engine.rules.match_command(text)
     if whole is not None and whole[0] == "deny":
-        return _rule_decision(*whole)
+        return Decision.from_rule(*whole)
     for inner in a.inner_commands:  # literal commands inside a complex script: `(curl x)`
-        m = engine.match_command(inner)
+        m = engine.rules.match_command(inner)
         if m is not None and m[0] == "deny" and m[1].specifier is not None:
-            return _rule_decision(*m)
+            return Decision.from_rule(*m)
     if a.complex is not None or a.too_long:
         what = (f"the command is {len(a.command):,} characters long (over 10,000)" if a.too_long
                 else f"complex command: {a.complex}")
         if a.dangerous and _strict_allow(engine, text) is None:
             return Decision.deny(f"dangerous: {a.dangerous}", "danger")
         if whole is not None and whole[0] == "ask":
-            return _rule_decision(*whole)
+            return Decision.from_rule(*whole)
         allow = _strict_allow(engine, text)
         if allow is not None:
-            return _rule_decision("allow", allow)
+            return Decision.from_rule("allow", allow)
         if a.too_long:
-            return _ask_or_mode(engine, what, "")
-        return _mode(engine, f"{what}; it cannot be checked part by part", None, kind="complex")
+            return _ask_or_mode(engine, what)
+        return _mode(engine, f"{what}; it cannot be checked part by part", None)
     decisions = [_decide_part(engine, v) for v in a.commands]
     if not decisions:
         return Decision.allow("allowed: empty command", "read-only")
@@ -69,11 +88,11 @@ def decide_analysis(engine: "PermissionEngine", a: "Analysis") -> Decision:
     return next((d for d in decisions if d.decided_by != "read-only"), decisions[0])
 
 
-def _decide_part(engine: "PermissionEngine", v: "CommandVerdict") -> Decision:
+def _decide_part(engine: CommandPolicy, v: "CommandVerdict") -> Decision:
     texts = [t for t in dict.fromkeys((v.rule_text, v.full_text)) if t]
-    matches = {b: _first_match(engine, b, texts) for b in ("deny", "ask", "allow")}
+    matches = {b: engine.rules.first_command_rule(b, texts) for b in ("deny", "ask", "allow")}
     if matches["deny"]:
-        return _rule_decision("deny", matches["deny"])
+        return Decision.from_rule("deny", matches["deny"])
     paths = _path_decisions(engine, v)
     if v.dangerous:
         allow = matches["allow"]
@@ -81,15 +100,15 @@ def _decide_part(engine: "PermissionEngine", v: "CommandVerdict") -> Decision:
             return Decision.deny(f"dangerous: {v.dangerous}", "danger",
                                  suggestion="only an explicit allow rule naming this command allows it")
     if matches["ask"]:
-        argv_decision = _rule_decision("ask", matches["ask"])
+        argv_decision = Decision.from_rule("ask", matches["ask"])
     elif v.ask_reason:
         argv_decision = Decision.ask(f"ask: {v.ask_reason}", "danger")
     elif matches["allow"]:
-        argv_decision = _rule_decision("allow", matches["allow"])
+        argv_decision = Decision.from_rule("allow", matches["allow"])
     elif v.argv_read_only:
         shown = v.rule_text or "(no command)"
         argv_decision = Decision.allow(f"allowed: read-only command (`{_short(shown)}`)", "read-only")
-    elif _sandbox_auto_allow(engine):
+    elif engine.sandbox_auto_allow():
         argv_decision = Decision.allow(f"allowed: `{_short(v.rule_text)}` runs in the sandbox", "sandbox")
     else:
         what = v.reason if v.reason.startswith("`") else f"`{_short(v.rule_text or v.full_text)}`: {v.reason}"
@@ -110,7 +129,7 @@ def _decide_part(engine: "PermissionEngine", v: "CommandVerdict") -> Decision:
     return argv_decision
 
 
-def _path_decisions(engine: "PermissionEngine", v: "CommandVerdict") -> list[Decision]:
+def _path_decisions(engine: CommandPolicy, v: "CommandVerdict") -> list[Decision]:
     out: list[Decision] = []
     sandboxed = None
     for access, paths in (("write", v.writes), ("read", v.reads)):
@@ -118,7 +137,7 @@ def _path_decisions(engine: "PermissionEngine", v: "CommandVerdict") -> list[Dec
             d = engine.decide_path(PathRequest(access, p))  # type: ignore[arg-type]
             if d.behavior == "ask" and d.decided_by in ("workspace", "mode"):
                 if sandboxed is None:
-                    sandboxed = _sandbox_auto_allow(engine)
+                    sandboxed = engine.sandbox_auto_allow()
                 # Only paths inside the workspace and not protected: the sandbox lets commands
                 # read anything, so reads outside still ask (SPEC §2), and protected paths ask.
                 if sandboxed and engine.workspace.is_inside(p) and engine.workspace.protected_reason(p) is None:
@@ -131,34 +150,19 @@ def _path_decisions(engine: "PermissionEngine", v: "CommandVerdict") -> list[Dec
     return out
 
 
-def _first_match(engine: "PermissionEngine", behavior: str, texts: list[str]) -> "Rule | None":
-    for rule in engine.rules_for(behavior, ["Bash"]):
-        if rule.specifier is None:
-            continue  # bare `Bash` rules are the engine's business (engine.decide)
-        if any(rule.matches_command(t) for t in texts):
-            return rule
-    return None
-
-
 _META = r"[^;&|\n`$()<>]*"
 
 
-def _strict_allow(engine: "PermissionEngine", text: str) -> "Rule | None":
+def _strict_allow(engine: CommandPolicy, text: str) -> Rule | None:
     """An allow rule matching the whole text of a command we could not split, where no `*` of
     the rule swallows shell syntax: `Bash(npm test *)` must not allow `npm test; curl … | sh`."""
-    for rule in engine.rules_for("allow", ["Bash"]):
+    for rule in engine.rules.of("allow", ["Bash"]):
         if rule.specifier is None:
             continue
         strict = re.compile(rule.command_regex.pattern.replace(".*", _META), re.S)
         if strict.fullmatch(text):
             return rule
     return None
-
-
-def _rule_decision(behavior: str, rule: "Rule") -> Decision:
-    verb = {"allow": "allowed", "ask": "ask", "deny": "denied"}[behavior]
-    return Decision(behavior, f"{verb} by rule {rule.text} in {rule.source or 'settings'}", "rule",  # type: ignore[arg-type]
-                    rule=rule.text, source=rule.source or None)
 
 
 def suggest_rule(v: "CommandVerdict | None") -> str | None:
@@ -172,56 +176,16 @@ def suggest_rule(v: "CommandVerdict | None") -> str | None:
     return f"Bash({prefix} *)"
 
 
-def _mode(engine: "PermissionEngine", what: str, v: "CommandVerdict | None", kind: str = "command") -> Decision:
+def _mode(engine: CommandPolicy, what: str, v: "CommandVerdict | None") -> Decision:
     rule = suggest_rule(v)
     suggestion = f"add {rule} to permissions.allow" if rule else "add an allow rule matching the whole command"
-    mode = engine.mode
-    if mode == "bypassPermissions":
-        return Decision.allow(f"allowed: {what} (mode bypassPermissions)", "mode")
-    if mode == "plan":
-        return Decision.deny(f"mode plan allows only read-only commands: {what}", "mode", suggestion="leave plan mode")
-    if mode == "dontAsk":
-        extra = f"; the rule {rule} would allow it" if rule else ""
-        return Decision.deny(f"{what}, and mode dontAsk denies anything not explicitly allowed{extra}", "mode",
-                             suggestion=suggestion)
-    return Decision.ask(f"ask: {what}", "mode", suggestion=suggestion)
+    return by_mode(engine.mode, what, "command", suggestion=suggestion, rule_hint=rule)
 
 
-def _ask_or_mode(engine: "PermissionEngine", what: str, _: str) -> Decision:
+def _ask_or_mode(engine: CommandPolicy, what: str) -> Decision:
     if engine.mode in ("plan", "dontAsk"):
         return _mode(engine, what, None)
     return Decision.ask(f"ask: {what}", "default", suggestion="split the command into shorter calls")
-
-
-EXPLICIT_SANDBOX_MODES = ("bwrap", "landlock", "required")
-
-
-def _sandbox_auto_allow(engine: "PermissionEngine") -> bool:
-    """Whether a non-read-only command may run unasked because the sandbox contains it.
-
-    Only when (1) someone chose it: `sandbox.autoAllowBash: true`, or a sandbox mode picked
-    explicitly (bwrap / landlock / required) — the implicit default `auto` never auto-allows,
-    so `codebelt check` with default options reports every write or exec as ask; (2) the
-    sandbox is active; and (3) it keeps protected paths (.git/hooks, .claude, …) read-only.
-    Landlock cannot carve read-only holes in a writable tree, so under it commands still ask.
-    """
-    settings = engine.settings
-    try:
-        flag = settings.get("sandbox.autoAllowBash", None)
-        mode = settings.get("sandbox.mode", None)
-        if flag is False or mode == "off":
-            return False
-        if flag is not True and mode not in EXPLICIT_SANDBOX_MODES:
-            return False
-        session = getattr(engine, "session", None)
-        if session is None:
-            return False
-        from .. import sandbox
-
-        status = sandbox.status(session)
-        return bool(status.active and getattr(status, "protected_paths", False))
-    except Exception:  # noqa: BLE001 - a missing or failing sandbox means: no sandbox
-        return False
 
 
 def _short(text: str, limit: int = 120) -> str:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .rules import Rule
 
 Behavior = Literal["allow", "ask", "deny"]
 
@@ -35,6 +38,12 @@ class Decision:
     def deny(cls, reason: str, decided_by: DecidedBy = "default", **kw: Any) -> "Decision":
         return cls("deny", reason, decided_by, **kw)
 
+    @classmethod
+    def from_rule(cls, behavior: str, rule: "Rule") -> "Decision":
+        """The decision a matching rule makes, with the rule and its file in the reason."""
+        return cls(behavior, f"{_VERB[behavior]} by rule {rule.text} in {rule.source or 'settings'}",  # type: ignore[arg-type]
+                   "rule", rule=rule.text, source=rule.source or None)
+
     def refused(self, why: str) -> "Decision":
         """An `ask` nobody could answer becomes a deny that says what would allow it."""
         return replace(self, behavior="deny", reason=f"{self.reason}; {why}")
@@ -58,3 +67,39 @@ class Decision:
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+_VERB = {"allow": "allowed", "ask": "ask", "deny": "denied"}
+
+
+def combine(decisions: list[Decision]) -> Decision:
+    """Any deny denies, any ask asks, else allow. The first decisive part gives the reason."""
+    for behavior in ("deny", "ask"):
+        for d in decisions:
+            if d.behavior == behavior:
+                return d
+    return decisions[0] if decisions else Decision.allow("allowed")
+
+
+Kind = Literal["write", "command"]
+
+
+def by_mode(mode: str, what: str, kind: Kind, suggestion: str | None = None, rule_hint: str | None = None) -> Decision:
+    """The mode's answer for an action no rule or built-in check settled: a write inside the
+    workspace, or a command that is not read-only. `rule_hint` names the rule that would allow it."""
+    if mode == "bypassPermissions":
+        return Decision.allow(f"allowed: {what} (mode bypassPermissions)", "mode")
+    if mode == "acceptEdits" and kind == "write":
+        return Decision.allow(f"allowed: {what} inside the workspace (mode acceptEdits)", "mode")
+    if mode == "plan":
+        reason = (f"mode plan allows nothing that writes ({what})" if kind == "write"
+                  else f"mode plan allows only read-only commands: {what}")
+        return Decision.deny(reason, "mode", suggestion="leave plan mode")
+    if mode == "dontAsk":
+        if kind == "write":
+            return Decision.deny(f"{what} is not explicitly allowed (mode dontAsk)", "mode", suggestion=suggestion)
+        extra = f"; the rule {rule_hint} would allow it" if rule_hint else ""
+        return Decision.deny(f"{what}, and mode dontAsk denies anything not explicitly allowed{extra}", "mode",
+                             suggestion=suggestion)
+    reason = f"{what} needs approval in mode {mode}" if kind == "write" else f"ask: {what}"
+    return Decision.ask(reason, "mode", suggestion=suggestion)

@@ -1,74 +1,88 @@
 """The permission engine: every allow/ask/deny decision is made here, from the tool's requests.
 
 Precedence: deny rules, then ask rules, then allow rules (first match wins), then the built-in
-checks (workspace containment, protected paths, read-only commands) and the mode.
+checks (workspace containment, protected paths, read-only commands) and the mode. Shell commands
+are decided by `permissions.bash` on the analysis of `shell.analysis`; the rest is here.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Callable, Mapping
 
-from .decision import Decision
+from .bash import CommandPolicy
+from .decision import Decision, by_mode, combine
 from .requests import CommandRequest, PathRequest, Request
-from .rules import EDIT_TOOLS, READ_TOOLS, Rule, parse_rules
+from .rules import RuleSet, parse_rules
 
 if TYPE_CHECKING:
     from ..settings import Settings
+    from ..shell.analysis.analyze import Analysis
     from ..workspace import Workspace
 
-_ORDER = ("deny", "ask", "allow")
+# Sandbox modes someone chose on purpose: they opt into running unprovable commands unasked.
+EXPLICIT_SANDBOX_MODES = ("bwrap", "landlock", "required")
 
 
 class PermissionEngine:
-    def __init__(self, settings: "Settings", workspace: "Workspace", mode: str, session: Any = None):
+    """Decisions for one session.
+
+    `tool_families` maps tool names to the path-rule family that covers them (`"read"`,
+    `"edit"`), as each tool declares it. `sandbox_contains` answers whether Bash commands run in
+    a sandbox that keeps protected paths read-only (asked lazily: probing it starts processes).
+    """
+
+    def __init__(
+        self,
+        settings: "Settings",
+        workspace: "Workspace",
+        mode: str | None = None,
+        *,
+        tool_families: Mapping[str, str] | None = None,
+        sandbox_contains: Callable[[], bool] | None = None,
+    ):
         self.settings = settings
         self.workspace = workspace
-        self.mode = mode
-        self.session = session
-        self.rules: list[tuple[str, Rule]] = parse_rules(settings.rules, workspace.root)
+        self.mode = mode or settings.permissions.default_mode
+        self.rules = RuleSet(parse_rules(settings.rules, workspace.root), dict(tool_families or {}))
+        self._sandbox_contains = sandbox_contains
+        self._commands = CommandPolicy(self.rules, self.mode, workspace, self.decide_path, self.sandbox_auto_allow)
 
-    # -- rule lookup ---------------------------------------------------------------------------
-    def rules_for(self, behavior: str, tools: Iterable[str]) -> list[Rule]:
-        names = set(tools)
-        return [r for b, r in self.rules if b == behavior and r.tool in names]
-
-    def match_command(self, command: str, tool: str = "Bash") -> tuple[str, Rule] | None:
-        """The first rule (deny > ask > allow) that matches a command text."""
-        for behavior in _ORDER:
-            for rule in self.rules_for(behavior, [tool]):
-                if rule.matches_command(command):
-                    return behavior, rule
-        return None
-
-    def match_path(self, access: str, path: Path, tool: str | None = None) -> tuple[str, Rule] | None:
-        """The first path rule that matches. A Read deny also denies writing the same path."""
-        family = READ_TOOLS if access == "read" else EDIT_TOOLS
-        for behavior in _ORDER:
-            tools = set(family)
-            if access == "write" and behavior == "deny":
-                tools |= {"Read"}
-            if tool:
-                tools.add(tool)
-            for rule in self.rules_for(behavior, tools):
-                if rule.specifier is None and rule.tool not in ("Read", "Edit") and rule.tool != tool:
-                    continue  # a bare `Grep` rule covers Grep calls, not every read
-                if rule.matches_path(path):
-                    return behavior, rule
-        return None
-
+    # -- questions other parts ask ---------------------------------------------------------------
     def has_rules(self, behavior: str) -> bool:
-        return any(b == behavior for b, _ in self.rules)
+        return self.rules.has(behavior)
 
     def is_read_denied(self, path: Path) -> bool:
         """For search tools: hide files a Read deny rule covers."""
-        m = self.match_path("read", path)
-        return m is not None and m[0] == "deny"
+        return self.rules.read_denied(path)
+
+    def sandbox_auto_allow(self) -> bool:
+        """Whether a non-read-only command may run unasked because the sandbox contains it.
+
+        Only when (1) someone chose it: `sandbox.autoAllowBash: true`, or a sandbox mode picked
+        explicitly (bwrap / landlock / required) — the implicit default `auto` never auto-allows,
+        so `codebelt check` with default options reports every write or exec as ask; (2) the
+        sandbox is active and keeps protected paths (.git/hooks, .claude, …) read-only, which
+        Landlock cannot do inside a writable tree.
+        """
+        sandbox = self.settings.sandbox
+        if sandbox.auto_allow_bash is False or sandbox.mode == "off":
+            return False
+        if sandbox.auto_allow_bash is not True and sandbox.mode not in EXPLICIT_SANDBOX_MODES:
+            return False
+        if self._sandbox_contains is None:
+            return False
+        try:
+            return bool(self._sandbox_contains())
+        except Exception:  # noqa: BLE001 - a missing or failing sandbox means: no sandbox
+            return False
 
     # -- decisions ----------------------------------------------------------------------------
     def decide(self, tool: str, requests: list[Request]) -> Decision:
-        bare = self._bare_tool_rule(tool)
+        bare_match = self.rules.bare(tool)
+        bare = Decision.from_rule(*bare_match) if bare_match else None
         if bare is not None and bare.behavior == "deny":
             return bare
         decisions = [self.decide_request(tool, r) for r in requests]
@@ -92,26 +106,25 @@ class PermissionEngine:
         if isinstance(request, PathRequest):
             return self.decide_path(request, tool)
         if isinstance(request, CommandRequest):
-            try:
-                from .bash import decide_command
-            except ImportError:
-                return self._fallback_command(request)
-            return decide_command(self, request)
+            return self.decide_command(request)[0]
         raise TypeError(f"unknown permission request {request!r}")
+
+    def decide_command(self, request: CommandRequest) -> tuple[Decision, "Analysis"]:
+        """The decision for a shell command's parts and the analysis it was made from."""
+        return self._commands.decide(request)
+
+    def explain_command(self, request: CommandRequest, tool: str = "Bash") -> tuple[Decision, "Analysis"]:
+        """What a Bash call of this command would be decided, with the one analysis behind it
+        (for `codebelt check`): whole-tool rules and the mode included, as in `decide`."""
+        analysis = self._commands.analyze(request)
+        return self.decide(tool, [replace(request, analysis=analysis)]), analysis
 
     def decide_path(self, request: PathRequest, tool: str | None = None) -> Decision:
         path, access = request.path, request.access
         rel = self.workspace.relative(path)
-        matched = self.match_path(access, path, tool)
+        matched = self.rules.match_path(access, path, tool)
         if matched is not None:
-            behavior, rule = matched
-            return Decision(
-                behavior,  # type: ignore[arg-type]
-                f"{_verb(behavior)} by rule {rule.text} in {rule.source}",
-                "rule",
-                rule=rule.text,
-                source=rule.source,
-            )
+            return Decision.from_rule(*matched)
         inside = self.workspace.is_inside(path)
         if access == "read":
             if inside or self.workspace.is_internal_readable(path):
@@ -121,81 +134,32 @@ class PermissionEngine:
             return Decision.ask(
                 f"path {path} is outside the workspace",
                 "workspace",
-                suggestion=f"add Read({_rule_path(str(path))}) to permissions.allow, or its directory to permissions.additionalDirectories",
+                suggestion=f"add Read({rule_path(str(path))}) to permissions.allow, or its directory to permissions.additionalDirectories",
             )
         if not inside:
             return Decision.deny(
                 f"path {path} is outside the workspace",
                 "workspace",
-                suggestion=f"add Edit({_rule_path(str(path))}) to permissions.allow, or its directory to permissions.additionalDirectories",
+                suggestion=f"add Edit({rule_path(str(path))}) to permissions.allow, or its directory to permissions.additionalDirectories",
             )
         protected = self.workspace.protected_reason(path)
         if protected is not None:
-            if self.mode in ("plan",):
+            if self.mode == "plan":
                 return Decision.deny(f"mode plan does not allow writing {rel}", "mode")
             return Decision.ask(
                 f"{rel} is a protected path ({protected})",
                 "workspace",
-                suggestion=f"add Edit({_rule_path(rel)}) to permissions.allow",
+                suggestion=f"add Edit({rule_path(rel)}) to permissions.allow",
             )
-        return self.decide_by_mode(f"writing {rel}", "write", suggestion=f"use --mode acceptEdits, or add Edit({_rule_path(rel)}) to permissions.allow")
-
-    def decide_by_mode(self, what: str, kind: str, suggestion: str | None = None) -> Decision:
-        """The mode's answer for an action no rule or built-in check settled."""
-        mode = self.mode
-        if mode == "bypassPermissions":
-            return Decision.allow(f"allowed: {what} (mode bypassPermissions)", "mode")
-        if mode == "acceptEdits" and kind == "write":
-            return Decision.allow(f"allowed: {what} inside the workspace (mode acceptEdits)", "mode")
-        if mode == "plan":
-            return Decision.deny(f"mode plan allows nothing that writes ({what})", "mode", suggestion="leave plan mode")
-        if mode == "dontAsk":
-            return Decision.deny(f"{what} is not explicitly allowed (mode dontAsk)", "mode", suggestion=suggestion)
-        return Decision.ask(f"{what} needs approval in mode {mode}", "mode", suggestion=suggestion)
-
-    # -- helpers ------------------------------------------------------------------------------
-    def _bare_tool_rule(self, tool: str) -> Decision | None:
-        for behavior in _ORDER:
-            for rule in self.rules_for(behavior, [tool]):
-                if rule.specifier is None:
-                    return Decision(
-                        behavior,  # type: ignore[arg-type]
-                        f"{_verb(behavior)} by rule {rule.text} in {rule.source}",
-                        "rule",
-                        rule=rule.text,
-                        source=rule.source,
-                    )
-        return None
-
-    def _fallback_command(self, request: CommandRequest) -> Decision:
-        # Used only until the shell classifier is installed: rules on the whole text, else ask.
-        matched = self.match_command(request.command)
-        if matched is not None:
-            behavior, rule = matched
-            return Decision(behavior, f"{_verb(behavior)} by rule {rule.text} in {rule.source}", "rule", rule=rule.text, source=rule.source)  # type: ignore[arg-type]
-        return self.decide_by_mode("running a shell command", "command")
+        return by_mode(self.mode, f"writing {rel}", "write",
+                       suggestion=f"use --mode acceptEdits, or add Edit({rule_path(rel)}) to permissions.allow")
 
 
-def _rule_path(rel: str) -> str:
+def rule_path(rel: str) -> str:
     """A rule specifier naming exactly this path: `./rel` inside the root, `//abs` elsewhere
     (an additional directory), so the suggested rule really matches."""
     literal = re.sub(r"([\\*?\[])", r"\\\1", rel)  # gitignore-style escapes: glob characters match themselves
     return "/" + literal if rel.startswith("/") else "./" + literal
 
 
-def _verb(behavior: str) -> str:
-    return {"allow": "allowed", "ask": "ask", "deny": "denied"}[behavior]
-
-
-def combine(decisions: list[Decision]) -> Decision:
-    """Any deny denies, any ask asks, else allow. The first decisive part gives the reason."""
-    for behavior in ("deny", "ask"):
-        for d in decisions:
-            if d.behavior == behavior:
-                return d
-    if len(decisions) == 1:
-        return decisions[0]
-    return decisions[0] if decisions else Decision.allow("allowed")
-
-
-__all__ = ["PermissionEngine", "combine"]
+__all__ = ["PermissionEngine", "combine", "rule_path"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 
 @dataclass(frozen=True)
@@ -17,11 +17,17 @@ class PathRequest:
 
 @dataclass(frozen=True)
 class CommandRequest:
-    """Running a shell command (the Bash tool). `cwd` is the directory it would start in."""
+    """Running a shell command (the Bash tool). `cwd` is the directory it would start in.
+
+    `script` is the command's parse (`shell.analysis.parse.Script`) when the caller already has
+    it, so the command is parsed once per call; `analysis` likewise, when already made for the
+    same cwd and workspace. Neither takes part in equality.
+    """
 
     command: str
     cwd: Path
-    extra: dict = field(default_factory=dict, hash=False, compare=False)
+    script: Any = field(default=None, hash=False, compare=False)
+    analysis: Any = field(default=None, hash=False, compare=False)
 
 
 Request = PathRequest | CommandRequest

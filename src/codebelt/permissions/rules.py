@@ -18,11 +18,6 @@ from ..errors import RuleError
 
 _RULE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.S)
 
-# Tools whose rules name paths, and which family of request they cover.
-EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "ApplyPatch", "NotebookEdit"})
-READ_TOOLS = frozenset({"Read", "Glob", "Grep"})
-
-
 @dataclass(frozen=True)
 class Rule:
     tool: str
@@ -106,3 +101,76 @@ class Rule:
 def parse_rules(entries, root: Path) -> list[tuple[str, Rule]]:
     """(behavior, Rule) for every RuleSource; bad rules raise RuleError naming their source."""
     return [(e.behavior, Rule.parse(e.text, e.source, root)) for e in entries]
+
+
+BEHAVIORS = ("deny", "ask", "allow")  # the order rules are consulted in
+
+
+class RuleSet:
+    """The parsed rules of a session and every lookup over them, in one place.
+
+    Path rules come in two families: `Read(…)` rules cover every tool of the read family and
+    `Edit(…)` rules every tool of the edit family (`families` maps tool names to their family, as
+    the tools declare it); a rule naming another tool covers that tool only. A Read deny also
+    denies writing the same path.
+    """
+
+    CANONICAL = {"read": "Read", "edit": "Edit"}
+
+    def __init__(self, rules: list[tuple[str, Rule]], families: dict[str, str] | None = None):
+        self.rules = rules
+        members: dict[str, set[str]] = {fam: {name} for fam, name in self.CANONICAL.items()}
+        for tool, fam in (families or {}).items():
+            members.setdefault(fam, set()).add(tool)
+        self.members = {fam: frozenset(names) for fam, names in members.items()}
+
+    def of(self, behavior: str, tools) -> list[Rule]:
+        names = set(tools)
+        return [r for b, r in self.rules if b == behavior and r.tool in names]
+
+    def has(self, behavior: str) -> bool:
+        return any(b == behavior for b, _ in self.rules)
+
+    def bare(self, tool: str) -> tuple[str, Rule] | None:
+        """The first rule naming the whole tool (`Bash`, `Edit(*)`), deny before ask before allow."""
+        for behavior in BEHAVIORS:
+            for rule in self.of(behavior, [tool]):
+                if rule.specifier is None:
+                    return behavior, rule
+        return None
+
+    def match_command(self, command: str, tool: str = "Bash") -> tuple[str, Rule] | None:
+        """The first rule (deny > ask > allow) that matches a command text."""
+        for behavior in BEHAVIORS:
+            for rule in self.of(behavior, [tool]):
+                if rule.matches_command(command):
+                    return behavior, rule
+        return None
+
+    def first_command_rule(self, behavior: str, texts: list[str], tool: str = "Bash") -> Rule | None:
+        """The first rule with a specifier matching any of `texts` (bare rules are the whole
+        tool's business, decided before commands are looked at)."""
+        for rule in self.of(behavior, [tool]):
+            if rule.specifier is not None and any(rule.matches_command(t) for t in texts):
+                return rule
+        return None
+
+    def match_path(self, access: str, path: Path, tool: str | None = None) -> tuple[str, Rule] | None:
+        """The first path rule that matches. A Read deny also denies writing the same path."""
+        family = self.members["read" if access == "read" else "edit"]
+        for behavior in BEHAVIORS:
+            tools = set(family)
+            if access == "write" and behavior == "deny":
+                tools.add("Read")
+            if tool:
+                tools.add(tool)
+            for rule in self.of(behavior, tools):
+                if rule.specifier is None and rule.tool not in ("Read", "Edit") and rule.tool != tool:
+                    continue  # a bare `Grep` rule covers Grep calls, not every read
+                if rule.matches_path(path):
+                    return behavior, rule
+        return None
+
+    def read_denied(self, path: Path) -> bool:
+        m = self.match_path("read", path)
+        return m is not None and m[0] == "deny"

@@ -4,9 +4,6 @@
 a failure the sandbox probably caused)."""
 
 from .config import Limits, SandboxConfig
-from .manager import Sandbox, SandboxStatus, SandboxUnavailable, explain_denial, status, wrapper_for
+from .manager import Sandbox, SandboxStatus, SandboxUnavailable
 
-__all__ = [
-    "Limits", "SandboxConfig", "Sandbox", "SandboxStatus", "SandboxUnavailable",
-    "status", "wrapper_for", "explain_denial",
-]
+__all__ = ["Limits", "SandboxConfig", "Sandbox", "SandboxStatus", "SandboxUnavailable"]

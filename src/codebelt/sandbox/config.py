@@ -1,8 +1,7 @@
-"""What a sandbox needs to know, independent of any Session: the settings, read once.
+"""What a sandbox needs to know: the writable roots, the temp dir, and the sandbox settings.
 
 The backends (bwrap.py, landlock.py) and the limits take a `SandboxConfig`, so they can be
-tested and benchmarked with plain directories; `from_session` is the only place that knows
-where a Session keeps these values.
+tested and benchmarked with plain directories.
 """
 
 from __future__ import annotations
@@ -72,18 +71,15 @@ class SandboxConfig:
         return self.writable_roots + ((self.temp_dir,) if self.temp_dir else ())
 
     @classmethod
-    def from_session(cls, session: Any) -> "SandboxConfig":
-        mode = session.setting("sandbox.mode", DEFAULT_MODE) or DEFAULT_MODE
-        network = session.setting("sandbox.network", False)
-        if not isinstance(network, bool):
-            raise SettingsError("sandbox.network must be true or false")
-        roots = tuple(Path(os.path.realpath(r)) for r in session.workspace.roots)
-        temp = getattr(session, "temp_dir", None)
+    def from_settings(cls, sandbox: Any, roots: tuple[Path, ...] | list[Path], temp_dir: Path | None,
+                      name: str = "codebelt") -> "SandboxConfig":
+        """From the `sandbox` settings section (`settings.schema.SandboxSettings`)."""
+        lim = sandbox.limits
         return cls(
-            writable_roots=roots,
-            temp_dir=Path(os.path.realpath(temp)) if temp else None,
-            mode=str(mode),
-            network=network,
-            limits=Limits.from_settings(session.setting("sandbox.limits", None)),
-            name=f"codebelt-{getattr(session, 'id', os.getpid())}",
+            writable_roots=tuple(Path(os.path.realpath(r)) for r in roots),
+            temp_dir=Path(os.path.realpath(temp_dir)) if temp_dir else None,
+            mode=sandbox.mode,
+            network=sandbox.network,
+            limits=Limits(lim.processes, lim.file_size_mb, lim.core_dumps),
+            name=name,
         )

@@ -1,14 +1,14 @@
 """One session's OS sandbox for Bash commands: choose a backend, probe it once, wrap each command.
 
-The contract the runner and the permission layer call:
+`Sandbox(config)` is what the runner and the permission layer use:
 
-- `status(session) -> SandboxStatus`: is a sandbox active, which backend, and why.
-- `wrapper_for(session)`: None when commands run unsandboxed (mode `off`, or `auto` with no
-  working backend), else a function `(argv, cwd, env) -> (argv', env', preexec_fn)` to spawn
-  with. Raises `SandboxUnavailable` when the settings demand a sandbox that does not work here
+- `.status -> SandboxStatus`: is a sandbox active, which backend, and why.
+- `.wrapper()`: None when commands run unsandboxed (mode `off`, or `auto` with no working
+  backend), else a function `(argv, cwd, env) -> (argv', env', preexec_fn)` to spawn with.
+  Raises `SandboxUnavailable` when the settings demand a sandbox that does not work here
   (`required`, or a forced `bwrap` / `landlock`).
-- `explain_denial(output_tail, exit_code, session) -> str | None`: a sentence when a failed
-  command looks blocked by the sandbox, naming the setting that would allow it.
+- `.explain_denial(output_tail, exit_code) -> str | None`: a sentence when a failed command
+  looks blocked by the sandbox, naming the setting that would allow it.
 
 Resource limits (limits.py) are applied whenever a sandbox is active, and only then: with the
 sandbox off, commands run exactly as the user's shell would run them.
@@ -23,27 +23,18 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import CodebeltError, SettingsError
-from ..tool import ToolError
+from ..errors import SandboxUnavailable
 from . import bwrap as _bwrap
 from . import denial as _denial
 from .config import Limits, SandboxConfig
 from .limits import ProcessCap, apply_rlimits, rlimits
 from .protected import placeholders
 
-__all__ = ["Sandbox", "SandboxStatus", "SandboxUnavailable", "status", "wrapper_for", "explain_denial"]
+__all__ = ["Sandbox", "SandboxStatus", "SandboxUnavailable"]
 
 Wrapper = Callable[[list[str], Path, dict], tuple[list[str], dict, Callable[[], None] | None]]
 PROBE_TIMEOUT = 10.0
 TRUE = next((p for p in ("/usr/bin/true", "/bin/true") if os.access(p, os.X_OK)), "true")
-
-
-class SandboxUnavailable(CodebeltError, ToolError):
-    """The settings require a sandbox (`required`, `bwrap`, `landlock`) that does not work here.
-
-    Also a ToolError, so a Bash call that hits it ends as an error result carrying this message
-    (the sentence says what to change), whoever calls `wrapper_for`.
-    """
 
 
 @dataclass(frozen=True)
@@ -63,24 +54,18 @@ class SandboxStatus:
 class Sandbox:
     """One session's sandbox: the chosen backend, its probe result and its resources.
 
-    Created once per session through `session.service(Sandbox)`; `close()` (at session end)
+    Created once per session (a session service); `close()` (at session end)
     kills what is left in the session cgroup, removes it, closes the Landlock ruleset and removes
     the empty protected-path placeholders it created.
     """
 
-    def __init__(self, session: Any = None, *, config: SandboxConfig | None = None):
+    def __init__(self, config: SandboxConfig):
         self.cap: ProcessCap | None = None
         self.ruleset = None  # landlock.Ruleset when that backend is chosen
         self.bwrap_path: str | None = None
         self._made: list[Path] = []  # placeholders this session created
         self._lock = threading.Lock()
-        self.config: SandboxConfig | None = None
-        try:
-            self.config = config or SandboxConfig.from_session(session)
-        except SettingsError as e:  # fail closed: refuse commands, and say why
-            mode = session.setting("sandbox.mode", "auto") if session is not None else "?"
-            self.status = SandboxStatus(False, None, str(mode), f"invalid sandbox settings: {e}", False)
-            return
+        self.config = config
         self.status = self._select()
 
     # -- selection -------------------------------------------------------------------------
@@ -165,8 +150,6 @@ class Sandbox:
 
     # -- wrapping --------------------------------------------------------------------------
     def wrapper(self) -> Wrapper | None:
-        if self.config is None:
-            raise SandboxUnavailable(f"Bash commands are refused: {self.status.reason}.")
         if self.config.mode == "off":
             return None
         if not self.status.active:
@@ -215,6 +198,15 @@ class Sandbox:
                     except OSError:
                         pass  # the bind is then skipped (--ro-bind-try); nothing else to do
 
+    def explain_denial(self, output_tail: str, exit_code: int | None) -> str | None:
+        """A sentence when a failed command looks blocked by the sandbox, else None."""
+        if not self.status.active:
+            return None
+        return _denial.explain(
+            output_tail, exit_code, backend=self.status.backend or "sandbox", network=self.status.network,
+            temp_dir=str(self.config.temp_dir) if self.config.temp_dir else None,
+        )
+
     def kill_all(self) -> bool:
         """Kill every process left in the session's process cgroup (True when none is left)."""
         return self.cap.kill_all() if self.cap and self.cap.cgroup else True
@@ -230,29 +222,3 @@ class Sandbox:
             except OSError:
                 pass
         self._made.clear()
-
-
-def _service(session: Any) -> Sandbox:
-    return session.service(Sandbox)
-
-
-def status(session: Any) -> SandboxStatus:
-    """The session's sandbox status (probed once per session)."""
-    return _service(session).status
-
-
-def wrapper_for(session: Any) -> Wrapper | None:
-    """The function that wraps a command for the session's sandbox, or None (see module doc)."""
-    return _service(session).wrapper()
-
-
-def explain_denial(output_tail: str, exit_code: int | None, session: Any) -> str | None:
-    """A sentence when a failed command looks blocked by the sandbox, else None."""
-    st = status(session)
-    if not st.active:
-        return None
-    cfg = _service(session).config
-    return _denial.explain(
-        output_tail, exit_code, backend=st.backend or "sandbox", network=st.network,
-        temp_dir=str(cfg.temp_dir) if cfg and cfg.temp_dir else None,
-    )

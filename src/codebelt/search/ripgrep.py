@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
-from ..errors import CodebeltError
+from ..errors import RipgrepError, RipgrepNotFound
 
 DEFAULT_TIMEOUT = 20.0
 KILL_GRACE = 5.0
@@ -32,14 +32,6 @@ CHUNK = 64 * 1024
 STDERR_KEEP = 16 * 1024  # bytes of rg's stderr kept; the rest is counted, not stored
 VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
 EAGAIN_MARKERS = ("os error 11", "Resource temporarily unavailable")
-
-
-class RipgrepError(CodebeltError):
-    """rg could not be found or could not be started."""
-
-
-class RipgrepNotFound(RipgrepError):
-    pass
 
 
 def _exe(path: Path) -> bool:

@@ -1,20 +1,18 @@
-"""ApplyPatch: edit, create, delete and move files with one patch in the Codex format (SPEC §7).
+"""ApplyPatch: edit, create, delete and move files with one patch in the Codex format.
 
 The engine lives in codebelt.patch. This module adds the session around it: paths resolved in the
 workspace (outside it is refused), an Edit permission request for every file the patch touches,
 and the file-state store updated so Edit/Write keep working on the patched files. The Bash tool
-calls `patch_requests` and `run_patch` for `apply_patch` commands it intercepts.
+uses the same helpers (`tools/_patching.py`) for `apply_patch` commands it intercepts.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pydantic import BaseModel, Field
 
-from ..errors import PathError
 from ..permissions.requests import PathRequest
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
+from ._patching import patch_requests, run_patch
 
 DESCRIPTION = """Use the `ApplyPatch` tool to edit files. Its `input` is a patch in a simple, stripped-down diff format that is easy to write and safe to apply.
 
@@ -83,75 +81,9 @@ class ApplyPatchOutput(BaseModel):
     deleted: list[str]
 
 
-def _resolver(base: Path, ctx: ToolContext):
-    from ..patch.errors import PatchPathError
-
-    ws = ctx.workspace
-
-    def resolve(text: str) -> Path:
-        try:
-            path = ws.resolve(text, base=base)
-        except PathError as e:
-            raise PatchPathError(str(e)) from None
-        if not ws.is_inside(path):
-            raise PatchPathError(
-                f"{text} is outside the workspace ({ws.root}); a patch may only change files inside it")
-        return path
-
-    return resolve
-
-
-def patch_requests(patch: str, base: Path, ctx: ToolContext) -> list[PathRequest]:
-    """A write request for every path the patch touches (add, update, delete, move source and
-    destination). A patch that does not parse asks for nothing: run_patch reports the error."""
-    from ..patch.errors import PatchError
-    from ..patch.parser import parse_patch
-
-    try:
-        paths = parse_patch(patch).paths()
-    except PatchError:
-        return []
-    out: list[PathRequest] = []
-    for text in paths:
-        try:
-            resolved = ctx.workspace.resolve(text, base=base)
-        except PathError:
-            continue  # refused by run_patch with a clear message
-        req = PathRequest("write", resolved)
-        if req not in out:
-            out.append(req)
-    return out
-
-
-def run_patch(patch: str, base: Path, ctx: ToolContext) -> ToolResult:
-    """Apply the patch with paths taken from `base`. Never raises for a bad patch: the error is
-    an is_error result that says what to fix."""
-    from ..files.state import FileStates
-    from ..patch.apply import commit, plan_patch
-    from ..patch.errors import PatchError
-
-    try:
-        plan = plan_patch(patch, _resolver(base, ctx), ctx.workspace.relative)
-        ctx.check_cancelled()  # the last moment to stop: nothing is written yet
-        writes = plan.writes()
-        commit(plan)
-    except PatchError as e:
-        return ToolResult.error(str(e))
-    try:
-        states = ctx.service(FileStates)
-        for path, new, _orig, _mode in writes:
-            if new is None:
-                states.forget(path)
-            else:
-                states.record_write(path, new, None)
-    except OSError:
-        pass  # the files are written; a stale state only means a later Edit asks for a Read
-    changes = plan.changes
-    return ToolResult(text=changes.summary(), data=changes.to_data())
-
-
 class ApplyPatch(Tool):
     name = "ApplyPatch"
+    permission_family = "edit"
     description = DESCRIPTION
     Input = ApplyPatchInput
     Output = ApplyPatchOutput

@@ -1,8 +1,9 @@
-"""Bash: run a shell command in the workspace (SPEC §5), foreground or as a background task.
+"""Bash: run a shell command in the workspace, foreground or as a background task.
 
-The engine is codebelt.shell (runner, tasks, spool, cwd); this module shapes the call: input
-checks, the permission request (the permission engine classifies the command), apply_patch
-interception, waiting, and the result text.
+The engines are codebelt.shell.analysis (the command's one parse) and codebelt.shell.execution
+(runner, tasks, spool, cwd); this module shapes the call: input checks, the permission request
+(the permission engine decides on the analysis), apply_patch interception, waiting, and the
+result text.
 """
 
 from __future__ import annotations
@@ -10,19 +11,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from functools import cached_property
+
 from pydantic import BaseModel, Field
 
+from ..errors import ShellError
 from ..permissions.requests import CommandRequest
-from ..shell.execution.cwd import ShellCwd, may_change_cwd
+from ..shell.analysis.parse import Script, parse
+from ..shell.analysis.patch_call import PatchInvocation, find_invocation
+from ..shell.execution.cwd import ShellCwd
 from ..shell.execution.foreground import wait_foreground
-from ..shell.execution.runner import Outcome, ShellError, ShellProcess
+from ..shell.execution.runner import Outcome, ShellProcess
 from ..shell.execution.spool import Progress, render
 from ..shell.execution.tasks import Task, TaskManager
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
+from ._patching import patch_requests, run_patch
+from ._services import sandbox, shell_cwd, task_manager
 
-DEFAULT_TIMEOUT_MS = 120_000
-MAX_TIMEOUT_MS = 600_000
-AUTO_BACKGROUND_MS = 15_000
 MAX_RESULT_CHARS = 30_000
 NO_OUTPUT = "(no output)"
 
@@ -97,6 +102,19 @@ class BashInput(ToolInput):
         "the output later.",
     )
 
+    @cached_property
+    def script(self) -> Script:
+        """The command's one parse: the permission check, apply_patch interception, the
+        concurrency check and the runner all read it."""
+        return parse(self.command)
+
+    @cached_property
+    def patch_invocation(self) -> PatchInvocation | None:
+        try:
+            return find_invocation(self.script)
+        except Exception:  # noqa: BLE001 - a detector failure means "not an invocation": it runs as a command
+            return None
+
 
 class BashOutputData(BaseModel):
     stdout: str = Field(description="Combined stdout and stderr, in order (maybe truncated)")
@@ -113,38 +131,15 @@ class BashOutputData(BaseModel):
 
 
 # -- apply_patch interception ---------------------------------------------------------------------
-def _patch_invocation(command: str) -> Any | None:
-    """The apply_patch invocation in `command`, if it is one (patch engine's detector)."""
-    try:
-        from ..patch.invocation import find_invocation
-    except ImportError:
-        return None
-    try:
-        return find_invocation(command)
-    except Exception:  # a detector failure means "not an invocation": it runs as a command
-        return None
-
-
-def _patch_base(inv: Any, cwd: Path, ctx: ToolContext) -> Path:
-    workdir = getattr(inv, "workdir", None)
-    return ctx.workspace.resolve(workdir, base=cwd) if workdir else cwd
-
-
-def _patch_tool() -> Any:
-    from . import apply_patch
-
-    return apply_patch
+def _patch_base(inv: PatchInvocation, cwd: Path, ctx: ToolContext) -> Path:
+    return ctx.workspace.resolve(inv.workdir, base=cwd) if inv.workdir else cwd
 
 
 # -- result shaping -------------------------------------------------------------------------------
 def _sandbox_note(output_tail: str, exit_code: int | None, ctx: ToolContext) -> str | None:
     try:
-        from ..sandbox import explain_denial  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    try:
-        return explain_denial(output_tail, exit_code, ctx.session)
-    except Exception:
+        return ctx.service(sandbox).explain_denial(output_tail, exit_code)
+    except Exception:  # noqa: BLE001 - an explanation is a courtesy; never fail the call for it
         return None
 
 
@@ -161,14 +156,6 @@ def _status_lines(out: Outcome, timeout_ms: int) -> list[str]:
     if out.exit_code not in (0, None) and not out.timed_out:
         lines.append(f"Exit code {out.exit_code}")
     return lines
-
-
-def _int_setting(ctx: ToolContext, key: str, default: int) -> int:
-    """A non-negative integer setting; a malformed value is a clear error, not a crash."""
-    value = ctx.setting(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ToolError(f"Setting {key} must be a non-negative number of milliseconds, got {value!r}.")
-    return int(value)
 
 
 def _progress_sink(ctx: ToolContext):
@@ -201,15 +188,18 @@ class Bash(Tool):
 
     # -- pipeline hooks ------------------------------------------------------------------------
     def is_concurrency_safe(self, params: BashInput) -> bool:
-        """Only read-only commands run alongside other calls (seed 000)."""
-        if params.run_in_background or _patch_invocation(params.command) is not None:
+        """Only read-only commands run alongside other calls."""
+        if params.run_in_background or params.patch_invocation is not None:
             return False
         try:
             from ..shell.analysis.analyze import analyze
 
-            return bool(analyze(params.command, None, None).read_only)
-        except Exception:
+            return bool(analyze(params.script, None, None).read_only)
+        except Exception:  # noqa: BLE001 - unknown means: not safe to run alongside others
             return False
+
+    def summarize(self, params: BashInput) -> str:
+        return params.command
 
     def validate(self, params: BashInput, ctx: ToolContext) -> None:
         command = params.command
@@ -231,8 +221,8 @@ class Bash(Tool):
         self._timeout_ms(params, ctx)
 
     def _timeout_ms(self, params: BashInput, ctx: ToolContext) -> int:
-        maximum = _int_setting(ctx, "bash.maxTimeoutMs", MAX_TIMEOUT_MS)
-        default = min(_int_setting(ctx, "bash.defaultTimeoutMs", DEFAULT_TIMEOUT_MS), maximum)
+        maximum = ctx.settings.bash.max_timeout_ms
+        default = min(ctx.settings.bash.default_timeout_ms, maximum)
         if params.timeout is None:
             return default
         if params.timeout != params.timeout or params.timeout <= 0:  # NaN, 0, negative
@@ -249,35 +239,33 @@ class Bash(Tool):
         return int(params.timeout)
 
     def permission_requests(self, params: BashInput, ctx: ToolContext) -> list:
-        cwd, _ = ctx.service(ShellCwd).current(consume=False)
-        inv = _patch_invocation(params.command)
+        cwd, _ = ctx.service(shell_cwd).current(consume=False)
+        inv = params.patch_invocation
         if inv is not None:
-            return list(_patch_tool().patch_requests(inv.patch, _patch_base(inv, cwd, ctx), ctx))
-        return [CommandRequest(params.command, cwd)]
+            return list(patch_requests(inv.patch, _patch_base(inv, cwd, ctx), ctx))
+        return [CommandRequest(params.command, cwd, script=params.script)]
 
     # -- run -----------------------------------------------------------------------------------
     def run(self, params: BashInput, ctx: ToolContext) -> ToolResult:
-        cwd_service = ctx.service(ShellCwd)
+        cwd_service = ctx.service(shell_cwd)
         cwd, cwd_note = cwd_service.current()
-        inv = _patch_invocation(params.command)
+        inv = params.patch_invocation
         if inv is not None:
-            return _patch_tool().run_patch(inv.patch, _patch_base(inv, cwd, ctx), ctx)
+            return run_patch(inv.patch, _patch_base(inv, cwd, ctx), ctx)
 
         timeout_ms = self._timeout_ms(params, ctx)
-        manager = ctx.service(TaskManager)
+        manager = ctx.service(task_manager)
         if params.run_in_background:
             return self._start_background(params, ctx, manager, cwd, cwd_note)
 
-        budget_ms = None
-        if ctx.setting("bash.autoBackground", True) is not False:
-            budget_ms = _int_setting(ctx, "bash.autoBackgroundMs", AUTO_BACKGROUND_MS)
+        budget_ms = ctx.settings.bash.auto_background_ms if ctx.settings.bash.auto_background else None
         progress = _progress_sink(ctx)
         # Nothing between spawn and wait_foreground may raise: the caller's thread watches.
         try:
             # Recording the final directory costs bash a fork (it cannot exec the last command
             # under an EXIT trap); skip it when the command cannot change the directory.
             proc = manager.spawn(params.command, cwd, timeout_ms / 1000,
-                                 record_cwd=may_change_cwd(params.command), watch=False)
+                                 record_cwd=params.script.may_change_cwd, watch=False)
         except ShellError as e:
             raise ToolError(f"The command could not be started: {e}") from None
         finished = wait_foreground(
@@ -300,7 +288,7 @@ class Bash(Tool):
             output_path: str | None = str(proc.spool_path)
         else:
             output_path = None
-            ctx.service(TaskManager).release_spool(proc)
+            ctx.service(task_manager).release_spool(proc)
         sandbox_note = None
         if out.exit_code not in (0, None) and out.stop_reason is None:
             sandbox_note = _sandbox_note(rendered.text[-4000:], out.exit_code, ctx)
@@ -332,7 +320,7 @@ class Bash(Tool):
 
     def _start_background(self, params: BashInput, ctx: ToolContext, manager: TaskManager,
                           cwd: Path, cwd_note: str | None) -> ToolResult:
-        timeout_ms = params.timeout if params.timeout is not None else _int_setting(ctx, "bash.backgroundTimeoutMs", 0)
+        timeout_ms = params.timeout if params.timeout is not None else ctx.settings.bash.background_timeout_ms
         try:
             proc = manager.spawn(params.command, cwd, (timeout_ms / 1000) if timeout_ms else None, record_cwd=False)
         except ShellError as e:

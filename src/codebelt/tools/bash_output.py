@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from ..shell.execution.tasks import TaskManager
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
+from ._services import task_manager
 
 MAX_RESULT_CHARS = 30_000
 INLINE_BYTES = 26_000  # new output shown per read; more is summarised (head + tail + file path)
@@ -69,7 +70,7 @@ class BashOutput(Tool):
 
     def run(self, params: BashOutputInput, ctx: ToolContext) -> ToolResult:
         pattern = compile_filter(params.filter)
-        manager = ctx.service(TaskManager)
+        manager = ctx.service(task_manager)
         try:
             task, text, truncated = manager.read(params.bash_id, pattern, INLINE_BYTES)
         except KeyError as e:

@@ -1,15 +1,13 @@
-"""Edit: replace exact text in a file, keeping its encoding and line endings (SPEC §3)."""
+"""Edit: replace exact text in a file, keeping its encoding and line endings."""
 
 from __future__ import annotations
 
 from pydantic import Field
 
-from ..files.editing import EditOutcome, EditSpec, apply_edits, snippet
-from ..files.matching import EditError
-from ..files.lines import LineIndexCache
-from ..files.state import FileStates
+from ..files.editing import EditSpec
 from ..permissions.requests import PathRequest
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
+from ._editing import run_edits
 
 DESCRIPTION = """Performs exact string replacements in files.
 
@@ -31,51 +29,9 @@ class EditInput(ToolInput):
     replace_all: bool = Field(False, description="Replace all occurrences of old_string (default false)")
 
 
-def describe_outcome(rel: str, outcome: EditOutcome) -> str:
-    """The confirmation shared by Edit and MultiEdit: what changed, and the edited lines."""
-    if outcome.created:
-        head = f"Created {rel}."
-    else:
-        edits = len(outcome.replacements)
-        total = sum(outcome.replacements)
-        extra = f" with {edits} edits" if edits > 1 else ""
-        extra += f" ({total} replacements)" if total > edits else ""
-        head = f"The file {rel} has been updated{extra}."
-    tolerant = sorted({h for h in outcome.how if h not in ("exact", "fill empty file")})
-    if tolerant:
-        head += f" (old_string matched after normalising: {', '.join(tolerant)}.)"
-    lo, hi = outcome.region
-    return f"{head} Here's the result of running `cat -n` on a snippet of the edited file:\n" + snippet(
-        outcome.text, lo, hi, encoding=outcome.fmt.encoding, line_base=outcome.line_base
-    )
-
-
-def run_edits(file_path: str, specs: list[EditSpec], ctx: ToolContext) -> ToolResult:
-    """Edit and MultiEdit's run: apply the edits (all or nothing) and describe the result."""
-    path = ctx.workspace.resolve(file_path)
-    rel = ctx.workspace.relative(path)
-    try:
-        outcome = apply_edits(path, specs, ctx.service(FileStates), ctx.workspace.relative,
-                              line_indexes=ctx.service(LineIndexCache))
-    except EditError as e:
-        raise ToolError(str(e)) from None
-    return ToolResult(describe_outcome(rel, outcome), data=outcome_data(rel, outcome))
-
-
-def outcome_data(rel: str, outcome: EditOutcome) -> dict:
-    return {
-        "filePath": rel,
-        "created": outcome.created,
-        "replacements": outcome.replacements,
-        "matchedBy": outcome.how,
-        "bytes": outcome.size,
-        "encoding": outcome.fmt.encoding,
-        "lineEnding": {"\n": "LF", "\r\n": "CRLF"}.get(outcome.fmt.eol, "mixed"),
-    }
-
-
 class Edit(Tool):
     name = "Edit"
+    permission_family = "edit"
     description = DESCRIPTION
     Input = EditInput
     destructive = True

@@ -8,13 +8,12 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from ..permissions.requests import PathRequest
-from ..search import common
+from . import _search as common
 from ..search.collect import display
 from ..search.glob import GLOB_META, glob_files, split_absolute
 from ..search.grep import rg_message
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
 
-DEFAULT_MAX_RESULTS = 100
 TRUNCATED = "(Results are truncated. Consider using a more specific path or pattern.)"
 
 DESCRIPTION = """- Fast file pattern matching tool that works with any codebase size
@@ -60,6 +59,7 @@ def _split_relative(pattern: str) -> tuple[str | None, str]:
 
 class Glob(Tool):
     name = "Glob"
+    permission_family = "read"
     description = DESCRIPTION
     Input = GlobInput
     Output = GlobOutput
@@ -105,13 +105,13 @@ class Glob(Tool):
     def run(self, params: GlobInput, ctx: ToolContext) -> ToolResult:
         started = time.perf_counter()
         directory, pattern = self._plan(params, ctx)
-        limit = int(ctx.setting("glob.maxResults", DEFAULT_MAX_RESULTS))
+        limit = ctx.settings.glob.max_results
         outcome = glob_files(
             pattern,
             str(directory),
             limit=limit,
-            hidden=bool(ctx.setting("glob.includeHidden", True)),
-            include_ignored=bool(ctx.setting("glob.includeIgnored", False)),
+            hidden=ctx.settings.glob.include_hidden,
+            include_ignored=ctx.settings.glob.include_ignored,
             extra_excludes=common.extra_excludes(ctx, "glob"),
             visible=common.visibility(ctx),
             rg=common.rg_binary(ctx),

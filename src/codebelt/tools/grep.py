@@ -9,14 +9,12 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ..permissions.requests import PathRequest
-from ..search import common
+from . import _search as common
 from ..search.collect import Line, display
 from ..search.grep import GrepOutcome, GrepQuery, grep, is_regex_error, rg_message
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
 
-DEFAULT_HEAD_LIMIT = 250
 MAX_RESULT_CHARS = 20_000
-MAX_COLUMNS = 500
 
 DESCRIPTION = """A powerful search tool built on ripgrep
 
@@ -114,6 +112,7 @@ class GrepOutput(BaseModel):
 
 class Grep(Tool):
     name = "Grep"
+    permission_family = "read"
     description = DESCRIPTION
     Input = GrepInput
     Output = GrepOutput
@@ -155,9 +154,9 @@ class Grep(Tool):
         mode = params.output_mode or "files_with_matches"
         limit = params.head_limit
         if limit is None:
-            limit = int(ctx.setting("grep.headLimit", DEFAULT_HEAD_LIMIT))
+            limit = ctx.settings.grep.head_limit
         offset = params.offset or 0
-        max_chars = int(ctx.setting("grep.maxResultChars", MAX_RESULT_CHARS))
+        max_chars = ctx.settings.grep.max_result_chars
         q = GrepQuery(
             pattern=params.pattern,
             mode=mode,
@@ -172,9 +171,9 @@ class Grep(Tool):
             offset=offset,
             limit=None if limit == 0 else limit,
             max_chars=max_chars,
-            max_columns=int(ctx.setting("grep.maxColumns", MAX_COLUMNS)),
-            hidden=bool(ctx.setting("grep.includeHidden", True)),
-            include_ignored=bool(ctx.setting("grep.includeIgnored", False)),
+            max_columns=ctx.settings.grep.max_columns,
+            hidden=ctx.settings.grep.include_hidden,
+            include_ignored=ctx.settings.grep.include_ignored,
             extra_excludes=common.extra_excludes(ctx, "grep"),
         )
         if target.is_dir():

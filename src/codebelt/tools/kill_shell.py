@@ -6,6 +6,7 @@ from pydantic import BaseModel, Field
 
 from ..shell.execution.tasks import TaskManager
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
+from ._services import task_manager
 
 DESCRIPTION = """- Kills a running background bash shell by its ID
 - Takes a shell_id parameter identifying the shell to kill (the id Bash returned, e.g. "bash_1")
@@ -39,7 +40,7 @@ class KillShell(Tool):
     search_hint = "stop a background shell command"
 
     def run(self, params: KillShellInput, ctx: ToolContext) -> ToolResult:
-        manager = ctx.service(TaskManager)
+        manager = ctx.service(task_manager)
         try:
             task, was_running = manager.kill(params.shell_id)
         except KeyError as e:

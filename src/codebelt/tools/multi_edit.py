@@ -1,4 +1,4 @@
-"""MultiEdit: several Edits to one file, applied in order, all or nothing (SPEC §3)."""
+"""MultiEdit: several Edits to one file, applied in order, all or nothing."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pydantic import Field
 from ..files.editing import EditSpec
 from ..permissions.requests import PathRequest
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
-from .edit import run_edits
+from ._editing import run_edits
 
 DESCRIPTION = """This is a tool for making multiple edits to a single file in one operation. It is built on top of the Edit tool and allows you to perform multiple find-and-replace operations efficiently. Prefer this tool over the Edit tool when you need to make multiple edits to the same file.
 
@@ -64,6 +64,7 @@ class MultiEditInput(ToolInput):
 
 class MultiEdit(Tool):
     name = "MultiEdit"
+    permission_family = "edit"
     description = DESCRIPTION
     Input = MultiEditInput
     destructive = True

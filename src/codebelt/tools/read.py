@@ -14,9 +14,9 @@ from ..files.lookup import did_you_mean
 from ..files.state import FileStates
 from ..permissions.requests import PathRequest
 from ..tool import Image, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from ._services import file_states, line_indexes
 
 DEFAULT_LIMIT = 2000
-DEFAULT_MAX_TOKENS = 25_000
 CHARS_PER_TOKEN = 4
 MAX_UTF16_BYTES = 256 * 1024 * 1024  # UTF-16 files are decoded whole; beyond this, refuse
 FULL_INDEX_BYTES = 64 * 1024 * 1024  # below this the whole file is indexed, so totals are known
@@ -60,6 +60,7 @@ class ReadInput(ToolInput):
 
 class Read(Tool):
     name = "Read"
+    permission_family = "read"
     description = DESCRIPTION
     Input = ReadInput
     read_only = True
@@ -114,10 +115,10 @@ class Read(Tool):
     def _text(self, path: Path, st: os.stat_result, params: ReadInput, ctx: ToolContext) -> ToolResult:
         show = ctx.workspace.relative
         rel = show(path)
-        states = ctx.service(FileStates)
+        states = ctx.service(file_states)
         offset = max(params.offset or 1, 1)
         limit = params.limit or DEFAULT_LIMIT
-        max_chars = int(ctx.setting("read.maxTokens", DEFAULT_MAX_TOKENS)) * CHARS_PER_TOKEN
+        max_chars = ctx.settings.read.max_tokens * CHARS_PER_TOKEN
         with open(path, "rb") as f:
             head = f.read(SNIFF_BYTES)
         if not head:
@@ -132,7 +133,7 @@ class Read(Tool):
                 "(e.g. `file`, `xxd | head`)."
             ) from None
         if fmt.ascii_compatible:
-            index = ctx.service(LineIndexCache).get(path, st)
+            index = ctx.service(line_indexes).get(path, st)
             if st.st_size <= FULL_INDEX_BYTES:
                 with open(path, "rb") as f, index.lock:
                     index.extend(f, cancel=ctx.check_cancelled)
@@ -192,12 +193,12 @@ class Read(Tool):
             img = load_image(
                 path,
                 mime,
-                int(ctx.setting("read.maxImageEdge", MAX_IMAGE_EDGE)),
-                int(ctx.setting("read.maxImagePixels", MAX_IMAGE_PIXELS)),
+                ctx.settings.read.max_image_edge,
+                ctx.settings.read.max_image_pixels,
             )
         except MediaError as e:
             raise ToolError(f"Cannot show {rel}: {e}.") from None
-        ctx.service(FileStates).record_read(path, st, complete=True)
+        ctx.service(file_states).record_read(path, st, complete=True)
         size = f"{img.original_width}x{img.original_height}"
         if img.downscaled:
             size += f", downscaled to {img.width}x{img.height}"
@@ -231,7 +232,7 @@ class Read(Tool):
             wanted = parse_pages(pages, count) if pages is not None else list(range(1, count + 1))
         except MediaError as e:
             raise ToolError(f"Cannot read {rel}: {e}.") from None
-        max_chars = int(ctx.setting("read.maxTokens", DEFAULT_MAX_TOKENS)) * CHARS_PER_TOKEN
+        max_chars = ctx.settings.read.max_tokens * CHARS_PER_TOKEN
         parts: list[str] = []
         used = 0
         shown: list[int] = []
@@ -252,7 +253,7 @@ class Read(Tool):
                 f"\n\n[Output truncated at the ~{max_chars // CHARS_PER_TOKEN:,}-token read budget after page "
                 f"{shown[-1]}. To read more, call Read with pages=\"{rest[0]}-{rest[-1]}\".]"
             )
-        ctx.service(FileStates).record_read(path, st, complete=len(shown) == count)
+        ctx.service(file_states).record_read(path, st, complete=len(shown) == count)
         return ToolResult(
             text,
             data={"type": "pdf", "file": {"filePath": rel, "pageCount": count, "pages": shown,
@@ -267,7 +268,7 @@ class Read(Tool):
             nb = render_notebook(path)
         except NotebookError as e:
             raise ToolError(f"Cannot read {rel} as a notebook: {e}. Read it as text by copying it to a .json name, or use Bash.") from None
-        max_chars = int(ctx.setting("read.maxTokens", DEFAULT_MAX_TOKENS)) * CHARS_PER_TOKEN
+        max_chars = ctx.settings.read.max_tokens * CHARS_PER_TOKEN
         text = nb.text
         truncated = len(text) > max_chars
         if truncated:
@@ -277,7 +278,7 @@ class Read(Tool):
             )
         if nb.images_dropped:
             text += f"\n[{nb.images_dropped} more output images were not attached.]"
-        ctx.service(FileStates).record_read(path, st, complete=not truncated)
+        ctx.service(file_states).record_read(path, st, complete=not truncated)
         return ToolResult(
             text,
             data={"type": "notebook", "file": {"filePath": rel, "cells": nb.cells, "language": nb.language,

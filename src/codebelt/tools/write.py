@@ -17,6 +17,7 @@ from ..files.codec import SNIFF_BYTES, UTF8, BinaryFile, TextFormat, apply_eol, 
 from ..files.state import FileStates
 from ..permissions.requests import PathRequest
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
+from ._services import file_states
 
 DESCRIPTION = """Writes a file to the local filesystem.
 
@@ -37,6 +38,7 @@ class WriteInput(ToolInput):
 
 class Write(Tool):
     name = "Write"
+    permission_family = "edit"
     description = DESCRIPTION
     Input = WriteInput
     destructive = True
@@ -50,7 +52,7 @@ class Write(Tool):
     def run(self, params: WriteInput, ctx: ToolContext) -> ToolResult:
         path = ctx.workspace.resolve(params.file_path)
         rel = ctx.workspace.relative(path)
-        states = ctx.service(FileStates)
+        states = ctx.service(file_states)
         try:
             st = os.stat(path)
         except FileNotFoundError:

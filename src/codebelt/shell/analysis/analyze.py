@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import danger as _danger
-from .parse import Script, SimpleCommand, parse
+from .parse import Script, SimpleCommand, parse, word_value
 from .readonly import classify_argv, command_name, dangerous_env, parse_git, unwrap
 
 MAX_COMMAND_CHARS = 10_000  # longer commands always ask (SPEC §5)
@@ -77,13 +77,15 @@ class Analysis:
     inner_commands: list[str] = field(default_factory=list)
 
 
-def analyze(command: str, cwd: Path | None, workspace) -> Analysis:
-    """Facts about `command` run from `cwd` in `workspace`.
+def analyze(command: str | Script, cwd: Path | None, workspace) -> Analysis:
+    """Facts about `command` (text, or the `Script` it was already parsed into) run from `cwd`
+    in `workspace`.
 
-    `workspace=None` (callers without a session, e.g. a concurrency check) analyses against a
-    workspace rooted at `/`: path containment is then not judged, only the commands; `cwd=None`
-    means the workspace root.
+    `workspace=None` analyses against a workspace rooted at `/`: path containment is then not
+    judged, only the commands; `cwd=None` means the workspace root.
     """
+    script = command if isinstance(command, Script) else None
+    command = script.text if script is not None else command
     if workspace is None:
         from ...workspace import Workspace
 
@@ -94,10 +96,11 @@ def analyze(command: str, cwd: Path | None, workspace) -> Analysis:
     if len(command) > _MAX_PARSE_CHARS:
         reason = f"the command is {len(command):,} characters long, too long to analyse"
         return Analysis(command, reason, [], False, reason, True, _danger.text_danger(command))
-    script = parse(command)
+    if script is None:
+        script = parse(command)
     if script.complex:
         inner: list[str] = []
-        found = _complex_danger(command, Path(cwd), workspace, inner)
+        found = _complex_danger(script, Path(cwd), workspace, inner)
         reason = f"complex command: {script.complex}"
         return Analysis(command, script.complex, [], False, reason, too_long, found, inner)
     walker = _Walker(Path(cwd), workspace)
@@ -436,16 +439,13 @@ class _Walker:
         return any(fnmatch.fnmatchcase(n, first) for n in names)
 
 
-def _complex_danger(text: str, cwd: Path, workspace, inner: list[str]) -> str | None:
+def _complex_danger(script: Script, cwd: Path, workspace, inner: list[str]) -> str | None:
     """Best-effort danger scan of a script we could not flatten: every literal command in the
     tree (inside subshells, functions, substitutions, loops) is checked on its own."""
-    try:
-        from .parse import _parser, word_value
-
-        src = text.replace("\x00", " ").encode("utf-8", "surrogateescape")
-        root = _parser().parse(src).root_node
-    except Exception:  # noqa: BLE001 - a failed best-effort scan must not break analysis
+    text = script.text
+    if script.tree is None:
         return _danger.text_danger(text)
+    src, root = script.src, script.tree.root_node
     stack = [root]
     seen = 0
     pipelines: list = []

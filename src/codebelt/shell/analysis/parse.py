@@ -13,6 +13,7 @@ import os
 import re
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 # Node types that are statements we can flatten; everything else at statement level is complex.
 _COMPLEX_STATEMENTS = {
@@ -86,11 +87,32 @@ class SimpleCommand:
         return [r for r in self.redirects if r.kind == "write"]
 
 
+# Builtins through which a command can change the shell's own directory (external programs
+# cannot): anything else lets bash exec the command directly, without the EXIT trap's fork.
+_CWD_BUILTINS = frozenset({"cd", "pushd", "popd", "source", ".", "eval", "exec", "builtin",
+                           "command", "trap", "enable", "alias", "set", "shopt"})
+
+
 @dataclass
 class Script:
+    """A parsed command line. The tree-sitter tree is kept (`tree`, `src`) so that every later
+    question about the same text (apply_patch interception, danger in complex scripts) reads
+    this one parse instead of parsing again."""
+
     text: str
     commands: list[SimpleCommand]
     complex: str | None = None  # why it is not reducible to simple commands
+    tree: Any = field(default=None, repr=False, compare=False)  # tree_sitter.Tree, when parsed
+    src: bytes = field(default=b"", repr=False, compare=False)  # the bytes the tree indexes
+
+    @property
+    def may_change_cwd(self) -> bool:
+        """False only when every part is a plain simple command that is not a cwd-changing
+        builtin. Anything the parser cannot flatten (functions, subshells, expansions in command
+        position …) counts as "may change it"."""
+        if self.complex is not None or not self.commands:
+            return True
+        return any(not c.argv or c.argv[0] in _CWD_BUILTINS for c in self.commands)
 
 
 # -- parser cache: tree_sitter.Parser is not thread-safe, so one per thread ----------------------
@@ -112,12 +134,16 @@ def _parser():
 
 def parse(command: str) -> Script:
     """Parse `command`. Never raises for bad input: problems become `Script.complex`."""
+    flattener = _Flattener(command)
     try:
-        return Script(command, _Flattener(command).run())
+        commands, why = flattener.run(), None
     except Complex as e:
-        return Script(command, [], str(e))
+        commands, why = [], str(e)
     except RecursionError:
-        return Script(command, [], "nesting too deep to analyse")
+        commands, why = [], "nesting too deep to analyse"
+    except UnicodeEncodeError:
+        commands, why = [], "the command is not valid Unicode (an unpaired surrogate)"
+    return Script(command, commands, why, flattener.tree, getattr(flattener, "src", b""))
 
 
 # -- word values -------------------------------------------------------------------------------
@@ -145,6 +171,12 @@ def _unescape_unquoted(text: str, out: list[tuple[str, bool]]) -> None:
         i += 1
     if buf:
         out.append(("".join(buf), False))
+
+
+def unescape_heredoc(text: str) -> str:
+    """The body of a heredoc with an unquoted delimiter, as bash delivers it when it holds no
+    expansion: backslash escapes only `\\`, `$`, a backquote and newline."""
+    return re.sub(r"\\([$`\\\n])", lambda m: "" if m.group(1) == "\n" else m.group(1), text)
 
 
 def _unescape_double(text: str) -> str:
@@ -179,12 +211,11 @@ def _word_parts(node, src: bytes, out: list[tuple[str, bool]]) -> None:
         out.append((_text(node, src)[1:-1], True))
     elif t == "string":
         for c in node.children:
-            if c.type == '"':
-                continue
-            if c.type == "string_content":
-                out.append((_unescape_double(_text(c, src)), True))
-            else:
+            if c.type not in ('"', "string_content"):
                 raise Complex(_COMPLEX_WORDS.get(c.type, f"`{_text(c, src)}` inside a double-quoted string"))
+        # The whole body between the quotes: tree-sitter leaves newlines between its
+        # string_content pieces, and bash keeps them.
+        out.append((_unescape_double(_text(node, src)[1:-1]), True))
     elif t == "ansi_c_string":
         out.append((_ansi_c(_text(node, src)), True))
     elif t == "concatenation":
@@ -244,9 +275,14 @@ class _Flattener:
     def __init__(self, text: str):
         self.text = text
         self.items: list[SimpleCommand | str] = []
+        self.tree = None
 
     def run(self) -> list[SimpleCommand]:
         text = self.text
+        # The tree is built even for text flattening refuses below: apply_patch interception
+        # reads patches with CR or continuation lines in their heredoc from it.
+        self.src = text.encode("utf-8", "surrogateescape")
+        self.tree = _parser().parse(self.src)
         if "\x00" in text:
             raise Complex("the command contains a NUL byte")
         m = _CONTROL_RE.search(text)
@@ -254,9 +290,7 @@ class _Flattener:
             raise Complex(f"the command contains a control character U+{ord(m.group()):04X}")
         if _GLUED_CONTINUATION_RE.search(text):
             raise Complex("a backslash-newline line continuation inside a word")
-        self.src = text.encode("utf-8", "surrogateescape")
-        tree = _parser().parse(self.src)
-        root = tree.root_node
+        root = self.tree.root_node
         if root.has_error:
             raise Complex("the command does not parse as shell (syntax error or incomplete command)")
         self._statements(root)

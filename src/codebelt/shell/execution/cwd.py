@@ -12,40 +12,14 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ...session import Session
-
-
-# Builtins through which a command can change the shell's own directory (external programs
-# cannot): anything else lets bash exec the command directly, without the EXIT trap's fork.
-_CWD_BUILTINS = frozenset({"cd", "pushd", "popd", "source", ".", "eval", "exec", "builtin",
-                           "command", "trap", "enable", "alias", "set", "shopt"})
-
-
-def may_change_cwd(command: str) -> bool:
-    """False only when every part is a plain simple command that is not a cwd-changing builtin.
-
-    Conservative: anything the parser cannot flatten (functions, subshells, expansions in
-    command position …) counts as "may change it", and the directory is recorded as usual.
-    """
-    from ..analysis.parse import parse
-
-    script = parse(command)
-    if script.complex is not None or not script.commands:
-        return True
-    for cmd in script.commands:
-        if not cmd.argv or cmd.argv[0] in _CWD_BUILTINS:
-            return True
-    return False
+from ...workspace import Workspace
 
 
 class ShellCwd:
-    """Per-session service (`ctx.service(ShellCwd)`)."""
+    """The working directory of one session's shell (a per-session service)."""
 
-    def __init__(self, session: "Session"):
-        self._workspace = session.workspace
+    def __init__(self, workspace: Workspace):
+        self._workspace = workspace
         self._cwd = self._workspace.root
         self._lock = threading.Lock()
 

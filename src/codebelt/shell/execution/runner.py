@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
+from ...errors import ShellError
 from . import procs
 
 # (argv, cwd, env) → (argv, env, preexec_fn): how the sandbox wraps a command (shell/sandbox).
@@ -42,10 +43,6 @@ CLEAN_ENV_KEEP = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE"
                   "TZ", "PWD")
 
 _bash_path: str | None = None
-
-
-class ShellError(Exception):
-    """The command could not be started at all (no bash, unusable cwd, …)."""
 
 
 def find_bash() -> str:

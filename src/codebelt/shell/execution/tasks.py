@@ -1,13 +1,13 @@
 """Shell tasks of one session: every command it starts, and the ones running in the background.
 
-`TaskManager` is a per-session service (`ctx.service(TaskManager)`). It starts every Bash
+`TaskManager` is a per-session service. It starts every Bash
 command (so it can stop every one of them at session end), hands out task ids for
 background ones (`bash_1`, `bash_2`, …, in Claude Code's style), serves BashOutput's
 incremental reads and KillShell. Tools call it from worker threads: all state sits behind
 one lock, and the processes themselves are watched by their own threads (runner.py).
 
-Background tasks have no timeout unless the call gave one (as in Claude Code), or the
-setting `bash.backgroundTimeoutMs` sets one; every task is killed when the session closes.
+Background tasks have no timeout unless the call gave one (as in Claude Code), or the caller's
+default does; every task is killed when the session closes.
 Finished tasks keep their output file (in the session's results directory, readable with
 Read/Grep) until the session ends.
 """
@@ -20,16 +20,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from . import procs
-from .runner import ShellError, ShellProcess, Wrap, build_env
+from ...errors import ShellError
+from .runner import ShellProcess, Wrap
 from .spool import IncrementalReader, SpoolDir
 
-if TYPE_CHECKING:
-    from ...session import Session
-
-DEFAULT_GRACE_MS = 2_000
+DEFAULT_GRACE_S = 2.0
 DEFAULT_MAX_OUTPUT_BYTES = 4 << 30  # a runaway `yes` stops before it fills the disk
 
 
@@ -78,61 +76,43 @@ class Task:
 class TaskManager:
     """Starts and tracks a session's shell commands; closes them all at session end."""
 
-    def __init__(self, session: "Session"):
-        self.session = session
+    def __init__(
+        self,
+        spool_dir: Path,
+        marker_prefix: str,
+        env: dict[str, str],
+        *,
+        grace_s: float = DEFAULT_GRACE_S,
+        max_output_bytes: int | None = DEFAULT_MAX_OUTPUT_BYTES,
+        wrapper: Callable[[], Wrap | None] | None = None,
+    ):
+        """`env` is the environment every command starts from (nothing a command exports
+        carries over); `marker_prefix` tags every process so escapees can be found at close;
+        `wrapper` is asked once, on the first spawn, for the sandbox's argv wrapper — a sandbox
+        that is required but unavailable raises there, and that refusal is passed on: running
+        unsandboxed instead would be the wrong answer."""
         self._lock = threading.Lock()
         self._seq = itertools.count(1)
         self._task_seq = itertools.count(1)
         self._tasks: dict[str, Task] = {}
         self._live: set[ShellProcess] = set()
         self._closed = False
+        self._wrapper_factory = wrapper
         self._wrap: Wrap | None = None
         self._wrap_loaded = False
-        self.spool_dir = Path(session.results_dir) / "shell"
+        self.grace_s = grace_s
+        self.max_output_bytes = max_output_bytes
+        self.spool_dir = Path(spool_dir)
         self.spool_dir.mkdir(parents=True, exist_ok=True)
-        self.marker_prefix = f"{session.id}."
+        self.marker_prefix = marker_prefix
         self._spools = SpoolDir(self.spool_dir)
-        self._env: dict[str, str] | None = None
-
-    # -- settings ------------------------------------------------------------------------------
-    def _setting_ms(self, key: str, default: int) -> int:
-        value = self.session.setting(key, default)
-        try:
-            return max(0, int(value))
-        except (TypeError, ValueError):
-            return default
-
-    @property
-    def grace_s(self) -> float:
-        return self._setting_ms("bash.killGraceMs", DEFAULT_GRACE_MS) / 1000
+        self._env = dict(env)
 
     def wrapper(self) -> Wrap | None:
-        """The sandbox's argv wrapper for this session, or None (sandbox off or absent).
-
-        Asked once per session. A sandbox that is required but unavailable raises there, and
-        that refusal is passed on: running unsandboxed instead would be the wrong answer.
-        """
         if not self._wrap_loaded:
-            try:
-                from ...sandbox import wrapper_for  # type: ignore[attr-defined]
-            except ImportError:
-                wrapper_for = None
-            self._wrap = wrapper_for(self.session) if wrapper_for is not None else None
+            self._wrap = self._wrapper_factory() if self._wrapper_factory is not None else None
             self._wrap_loaded = True
         return self._wrap
-
-    def _base_env(self) -> dict[str, str]:
-        """The session's command environment (policy applied), built once per session: every
-        command starts from it, so nothing a command exports carries over."""
-        if self._env is None:
-            policy = str(self.session.setting("bash.env", "inherit"))
-            if policy not in ("inherit", "clean"):
-                raise ShellError(f'setting bash.env must be "inherit" or "clean", not {policy!r}.')
-            allow = self.session.setting("bash.envAllow", []) or []
-            if not isinstance(allow, list) or not all(isinstance(a, str) for a in allow):
-                raise ShellError("setting bash.envAllow must be a list of variable names (globs allowed).")
-            self._env = build_env(policy, allow, Path(self.session.temp_dir), "")
-        return self._env
 
     # -- starting ------------------------------------------------------------------------------
     def spawn(self, command: str, cwd: Path, timeout_s: float | None,
@@ -145,9 +125,8 @@ class TaskManager:
                 raise ShellError("the session is closed; no new commands can start.")
             n = next(self._seq)
         marker = f"{self.marker_prefix}{n}"
-        env = dict(self._base_env())
+        env = dict(self._env)
         env[procs.MARKER_VAR] = marker
-        max_out = self.session.setting("bash.maxOutputBytes", DEFAULT_MAX_OUTPUT_BYTES)
         proc = ShellProcess(
             command=command,
             cwd=cwd,
@@ -155,7 +134,7 @@ class TaskManager:
             spool_path=self._spools.take(),
             timeout_s=timeout_s,
             grace_s=self.grace_s,
-            max_output_bytes=int(max_out) if max_out else None,
+            max_output_bytes=self.max_output_bytes,
             record_cwd=record_cwd,
             script_dir=self.spool_dir,
             wrap=wrap,

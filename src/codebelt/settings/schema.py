@@ -1,0 +1,154 @@
+"""The settings schema: one pydantic model per section, with defaults, validation and docs.
+
+Every setting codebelt reads is declared here, and read through these models. Each field says
+whether a workspace's own settings files (`.codebelt/…`, `.claude/…` in the repository) may set it:
+`workspace=True` in its `json_schema_extra` is the allow-list. Anything not on it (a program path,
+a switch that turns checks off) is honoured only from the user's file, a `--settings` file or the
+API; from a workspace file it is dropped with a warning. A new key is therefore untrusted until
+someone decides otherwise.
+
+Attribute names are snake_case; the JSON keys are Claude Code's camelCase (the aliases).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
+SANDBOX_MODES = ("auto", "bwrap", "landlock", "off", "required")
+
+
+def setting(default: Any, description: str, *, workspace: bool = True, **kw: Any) -> Any:
+    """A field with its documentation and whether a workspace's own files may set it."""
+    return Field(default, description=description, json_schema_extra={"workspace": workspace}, **kw)
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True,
+        validate_default=True,
+    )
+
+
+def _str_list(value: Any) -> Any:
+    """One glob may be given as a string instead of a list of one."""
+    return [value] if isinstance(value, str) else value
+
+
+class PermissionsSettings(Section):
+    allow: list[str] = setting([], "Rules that allow a call without asking, e.g. `Bash(npm run test *)`, `Edit(src/**)`.")
+    ask: list[str] = setting([], "Rules that always ask, e.g. `Bash(git push *)`.")
+    deny: list[str] = setting([], "Rules that always deny, e.g. `Read(./.env)`, `Bash(curl *)`.")
+    default_mode: Literal["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"] = setting(
+        "default",
+        "What happens to a call no rule settles. A workspace's own files cannot choose bypassPermissions.",
+    )
+    additional_directories: list[str] = setting(
+        [], "More directories tools may read and write, as if inside the workspace (relative to the root, or absolute)."
+    )
+
+
+class LimitsSettings(Section):
+    processes: int = setting(512, "Most processes the session's sandboxed commands may run at once (0 turns the cap off).", ge=0)
+    file_size_mb: int = setting(8192, "Largest file a sandboxed command may write, in MB (0 turns the limit off).", ge=0,
+                                alias="fileSizeMB")
+    core_dumps: bool = setting(False, "Allow core dumps from sandboxed commands.")
+
+
+class SandboxSettings(Section):
+    mode: Literal["auto", "bwrap", "landlock", "off", "required"] = setting(
+        "auto",
+        "auto: the strongest backend that works, else unsandboxed; bwrap / landlock: that backend or refuse; "
+        "required: any backend or refuse; off: no sandbox.",
+    )
+    network: bool = setting(False, "Whether sandboxed commands may use the network.")
+    auto_allow_bash: bool | None = setting(
+        None,
+        "Run commands the classifier cannot prove read-only without asking, because the sandbox contains "
+        "them (only under a backend that keeps protected paths read-only).",
+    )
+    limits: LimitsSettings = setting(LimitsSettings(), "Resource limits for sandboxed commands.")
+
+
+class BashSettings(Section):
+    env: Literal["inherit", "clean"] = setting(
+        "inherit", "inherit: commands get codebelt's environment; clean: only a minimal set plus envAllow."
+    )
+    env_allow: list[str] = setting([], "Variables (globs allowed) kept under env: clean.")
+    default_timeout_ms: int = setting(120_000, "Timeout of a foreground command when the call gives none.", gt=0)
+    max_timeout_ms: int = setting(600_000, "Largest timeout a call may ask for.", gt=0)
+    background_timeout_ms: int = setting(0, "Timeout of a background command when the call gives none (0: none).", ge=0)
+    auto_background: bool = setting(True, "Move a foreground command still running after autoBackgroundMs to the background.")
+    auto_background_ms: int = setting(15_000, "How long a foreground command runs before it is moved to the background.", ge=0)
+    kill_grace_ms: int = setting(2_000, "Between SIGTERM and SIGKILL when a command is stopped.", ge=0)
+    max_output_bytes: int = setting(4 << 30, "A command whose output passes this is stopped (0: no limit).", ge=0)
+
+
+class SearchSettings(Section):
+    ripgrep_path: str | None = setting(
+        None, "The rg binary to run instead of the bundled one.", workspace=False
+    )
+    use_system_ripgrep: bool = setting(False, "Use the rg found on PATH instead of the bundled one.", workspace=False)
+    timeout_ms: int = setting(20_000, "Timeout of one ripgrep run (Glob and Grep).", gt=0)
+    exclude: list[str] = setting([], "Globs Glob and Grep always leave out.")
+
+    _list = field_validator("exclude", mode="before")(_str_list)
+
+
+class GrepSettings(Section):
+    timeout_ms: int | None = setting(None, "Timeout of one Grep; default search.timeoutMs.", gt=0)
+    head_limit: int = setting(250, "Entries Grep returns when the call gives no head_limit.", ge=0)
+    max_result_chars: int = setting(20_000, "Largest Grep result, in characters.", gt=0)
+    max_columns: int = setting(500, "Longer matching lines are clipped to this many characters.", gt=0)
+    include_hidden: bool = setting(True, "Search hidden files and directories.")
+    include_ignored: bool = setting(False, "Search files that .gitignore / .ignore rules leave out.")
+    exclude: list[str] = setting([], "Globs Grep always leaves out.")
+
+    _list = field_validator("exclude", mode="before")(_str_list)
+
+
+class GlobSettings(Section):
+    timeout_ms: int | None = setting(None, "Timeout of one Glob; default search.timeoutMs.", gt=0)
+    max_results: int = setting(100, "Paths Glob returns at most.", gt=0)
+    include_hidden: bool = setting(True, "List hidden files and directories.")
+    include_ignored: bool = setting(False, "List files that .gitignore / .ignore rules leave out.")
+    exclude: list[str] = setting([], "Globs Glob always leaves out.")
+
+    _list = field_validator("exclude", mode="before")(_str_list)
+
+
+class ReadSettings(Section):
+    max_tokens: int = setting(25_000, "Largest text page Read returns, in tokens (about 4 characters each).", gt=0)
+    max_image_edge: int = setting(1568, "Images are scaled down to at most this many pixels on their longer edge.", gt=0)
+    max_image_pixels: int = setting(1_150_000, "…and to at most this many pixels in all.", gt=0)
+
+
+class SettingsModel(Section):
+    """A settings file, and the merged settings of a session."""
+
+    schema_: str | None = Field(None, alias="$schema", description="The JSON Schema this file follows (for editors).",
+                                json_schema_extra={"workspace": True})
+    permissions: PermissionsSettings = setting(PermissionsSettings(), "Permission rules, the mode, extra directories.")
+    sandbox: SandboxSettings = setting(SandboxSettings(), "The OS sandbox for Bash commands.")
+    bash: BashSettings = setting(BashSettings(), "Running shell commands.")
+    search: SearchSettings = setting(SearchSettings(), "Glob and Grep (ripgrep).")
+    grep: GrepSettings = setting(GrepSettings(), "Grep.")
+    glob: GlobSettings = setting(GlobSettings(), "Glob.")
+    read: ReadSettings = setting(ReadSettings(), "Read.")
+
+
+# Values a workspace may not choose even where it may set the key.
+WORKSPACE_FORBIDDEN_VALUES: dict[tuple[str, ...], tuple[Any, ...]] = {
+    ("permissions", "defaultMode"): ("bypassPermissions",),
+}
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of a settings file (publishable for editors)."""
+    schema = SettingsModel.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "codebelt settings"
+    return schema

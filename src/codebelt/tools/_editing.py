@@ -1,0 +1,51 @@
+"""What Edit and MultiEdit share: apply the edits (all or nothing) and describe the result."""
+
+from __future__ import annotations
+
+from ..errors import EditError, ToolError
+from ..files.editing import EditOutcome, EditSpec, apply_edits, snippet
+from ..tool import ToolContext, ToolResult
+from ._services import file_states, line_indexes
+
+
+def describe_outcome(rel: str, outcome: EditOutcome) -> str:
+    """The confirmation shared by Edit and MultiEdit: what changed, and the edited lines."""
+    if outcome.created:
+        head = f"Created {rel}."
+    else:
+        edits = len(outcome.replacements)
+        total = sum(outcome.replacements)
+        extra = f" with {edits} edits" if edits > 1 else ""
+        extra += f" ({total} replacements)" if total > edits else ""
+        head = f"The file {rel} has been updated{extra}."
+    tolerant = sorted({h for h in outcome.how if h not in ("exact", "fill empty file")})
+    if tolerant:
+        head += f" (old_string matched after normalising: {', '.join(tolerant)}.)"
+    lo, hi = outcome.region
+    return f"{head} Here's the result of running `cat -n` on a snippet of the edited file:\n" + snippet(
+        outcome.text, lo, hi, encoding=outcome.fmt.encoding, line_base=outcome.line_base
+    )
+
+
+def run_edits(file_path: str, specs: list[EditSpec], ctx: ToolContext) -> ToolResult:
+    """Edit and MultiEdit's run: apply the edits (all or nothing) and describe the result."""
+    path = ctx.workspace.resolve(file_path)
+    rel = ctx.workspace.relative(path)
+    try:
+        outcome = apply_edits(path, specs, ctx.service(file_states), ctx.workspace.relative,
+                              line_indexes=ctx.service(line_indexes))
+    except EditError as e:
+        raise ToolError(str(e)) from None
+    return ToolResult(describe_outcome(rel, outcome), data=outcome_data(rel, outcome))
+
+
+def outcome_data(rel: str, outcome: EditOutcome) -> dict:
+    return {
+        "filePath": rel,
+        "created": outcome.created,
+        "replacements": outcome.replacements,
+        "matchedBy": outcome.how,
+        "bytes": outcome.size,
+        "encoding": outcome.fmt.encoding,
+        "lineEnding": {"\n": "LF", "\r\n": "CRLF"}.get(outcome.fmt.eol, "mixed"),
+    }
