@@ -16,25 +16,57 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    # the session and what a call returns
     "Session": ".session",
     "ToolResult": ".tool",
     "Image": ".tool",
+    # the tool contract, for `Session(tools=[...])`
+    "Tool": ".tool",
+    "ToolInput": ".tool",
+    "ToolContext": ".tool",
+    # permissions
     "Decision": ".permissions.decision",
     "ApprovalRequest": ".permissions.approvers",
-    "ApprovalRefused": ".permissions.approvers",
+    # settings
+    "Settings": ".settings",
+    # the exception tree (drawn in codebelt.errors)
     "CodebeltError": ".errors",
-    "PathError": ".errors",
     "SettingsError": ".errors",
+    "RuleError": ".errors",
+    "PathError": ".errors",
     "UnknownToolError": ".errors",
+    "ToolError": ".errors",
+    "Cancelled": ".errors",
+    "ApprovalRefused": ".errors",
+    "FileToolError": ".errors",
+    "PatchError": ".errors",
+    "ShellError": ".errors",
+    "SandboxUnavailable": ".errors",
+    "RipgrepError": ".errors",
 }
 __all__ = list(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .errors import CodebeltError, PathError, SettingsError, UnknownToolError
-    from .permissions.approvers import ApprovalRefused, ApprovalRequest
+    from .errors import (
+        ApprovalRefused,
+        Cancelled,
+        CodebeltError,
+        FileToolError,
+        PatchError,
+        PathError,
+        RipgrepError,
+        RuleError,
+        SandboxUnavailable,
+        SettingsError,
+        ShellError,
+        ToolError,
+        UnknownToolError,
+    )
+    from .permissions.approvers import ApprovalRequest
     from .permissions.decision import Decision
     from .session import Session
-    from .tool import Image, ToolResult
+    from .settings import Settings
+    from .tool import Image, Tool, ToolContext, ToolInput, ToolResult
 
 
 def __getattr__(name: str) -> Any:

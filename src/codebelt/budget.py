@@ -1,7 +1,7 @@
 """Output budgets: results larger than a tool's `max_result_chars` are evicted to a file.
 
 The model gets the path, the first and last lines, and how many lines were left out, so it can
-Read or Grep the rest. Tools with `max_result_chars = None` bound their own output (SPEC §6).
+Read or Grep the rest. Tools with `max_result_chars = None` bound their own output.
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from .evicted import notice
 
 if TYPE_CHECKING:
     from .tool import Tool, ToolResult
@@ -29,18 +31,11 @@ def eviction_notice(path: Path, text: str, total_chars: int | None = None) -> st
     lines = text.splitlines()
     total_chars = len(text) if total_chars is None else total_chars
     head = _clip("\n".join(lines[:HEAD_LINES]), PREVIEW_CHARS, False)
+    tail = None
     if len(lines) > HEAD_LINES + TAIL_LINES:
         tail = _clip("\n".join(lines[-TAIL_LINES:]), PREVIEW_CHARS, True)
-        omitted = len(lines) - HEAD_LINES - TAIL_LINES
-        middle = f"\n… {omitted} lines omitted …\n"
-    else:
-        tail, middle = "", ""
-    return (
-        f"Tool result too large ({total_chars:,} characters, {len(lines):,} lines); "
-        f"the full output is saved at {path}. Read it with Read using offset and limit, "
-        f"or search it with Grep.\n\n--- first lines ---\n{head}{middle}"
-        + (f"--- last lines ---\n{tail}" if tail else "")
-    )
+    omitted = max(0, len(lines) - HEAD_LINES - TAIL_LINES)
+    return notice(path, f"{total_chars:,} characters", len(lines), head, tail, omitted)
 
 
 def evict(text: str, results_dir: Path, tool_name: str) -> tuple[Path, str]:

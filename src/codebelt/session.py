@@ -21,7 +21,14 @@ from pydantic import ValidationError
 
 from . import budget
 from .coerce import coerce_input, describe_validation_error
-from .errors import Cancelled, CodebeltError, PathError, SettingsError, ToolError, UnknownToolError
+from .errors import (
+    Cancelled,
+    CodebeltError,
+    PathError,
+    SettingsError,
+    ToolError,
+    UnknownToolError,
+)
 from .permissions.approvers import ApprovalRefused, ApprovalRequest, Approver
 from .permissions.decision import Decision
 from .permissions.engine import PermissionEngine

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .errors import PathError
 
-# Paths inside the workspace that need an explicit allow rule to be written (SPEC §2).
+# Paths inside the workspace that need an explicit allow rule to be written: they configure the agent itself.
 PROTECTED_DIRS = (".codebelt", ".claude")
 
 

@@ -17,7 +17,9 @@ SUBCOMMANDS = {
     "check": "explain the permission decision for a shell command",
     "audit": "show the audit log",
     "serve": "run the MCP server (stdio, or streamable HTTP with --http)",
+    "config": "show the merged settings and the file each value came from (--schema: their JSON Schema)",
 }
+# The same choices the settings schema declares (kept literal here: `--help` must not import pydantic).
 MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
 SANDBOX_MODES = ("auto", "bwrap", "landlock", "off", "required")
 
@@ -73,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `codebelt … | head`: the reader left; not an error of ours
+        sys.stderr.close()
+        return 0
     return int(code or 0)
 
 

@@ -19,8 +19,6 @@ question the user was shown.
 
 from __future__ import annotations
 
-from ..permissions.approvers import ApprovalRefused
-
 import asyncio
 import base64
 import concurrent.futures
@@ -30,6 +28,8 @@ import json
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from ..permissions.approvers import ApprovalRefused
 
 if TYPE_CHECKING:
     from ..permissions.approvers import ApprovalRequest, Approver

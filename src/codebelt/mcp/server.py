@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .bridge import Bridge
     from ..session import Session
+    from .bridge import Bridge
 
 
 def create_server(session: "Session", **kwargs: Any) -> "Bridge":

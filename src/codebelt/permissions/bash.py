@@ -139,7 +139,7 @@ def _path_decisions(engine: CommandPolicy, v: "CommandVerdict") -> list[Decision
                 if sandboxed is None:
                     sandboxed = engine.sandbox_auto_allow()
                 # Only paths inside the workspace and not protected: the sandbox lets commands
-                # read anything, so reads outside still ask (SPEC §2), and protected paths ask.
+                # read anything, so reads outside still ask, and protected paths ask.
                 if sandboxed and engine.workspace.is_inside(p) and engine.workspace.protected_reason(p) is None:
                     # the sandbox enforces what the mode would have asked about
                     d = Decision.allow(f"allowed: {access} of {engine.workspace.relative(p)} inside the sandbox", "sandbox")

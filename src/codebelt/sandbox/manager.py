@@ -26,7 +26,7 @@ from typing import Any, Callable
 from ..errors import SandboxUnavailable
 from . import bwrap as _bwrap
 from . import denial as _denial
-from .config import Limits, SandboxConfig
+from .config import SandboxConfig
 from .limits import ProcessCap, apply_rlimits, rlimits
 from .protected import placeholders
 

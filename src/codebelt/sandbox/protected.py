@@ -1,4 +1,4 @@
-"""Protected paths inside a writable root (SPEC §2) that the bwrap sandbox re-binds read-only.
+"""Protected paths inside a writable root that the bwrap sandbox re-binds read-only.
 
 They are the files that make tools run programs or grant permissions later: git hooks and
 config (git runs them on the user's next commit), codebelt and Claude Code settings (the next

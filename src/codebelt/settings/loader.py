@@ -228,7 +228,7 @@ def _workspace_allowed(loc: tuple[str, ...]) -> bool:
         if field is None:
             return True
         extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
-        if extra.get("workspace") is False:
+        if extra.get("x-workspace") is False:
             return False
         ann = field.annotation
         if not (isinstance(ann, type) and issubclass(ann, BaseModel)):

@@ -2,7 +2,7 @@
 
 Every setting codebelt reads is declared here, and read through these models. Each field says
 whether a workspace's own settings files (`.codebelt/…`, `.claude/…` in the repository) may set it:
-`workspace=True` in its `json_schema_extra` is the allow-list. Anything not on it (a program path,
+`workspace=True` (`x-workspace` in the JSON Schema) is the allow-list. Anything not on it (a program path,
 a switch that turns checks off) is honoured only from the user's file, a `--settings` file or the
 API; from a workspace file it is dropped with a warning. A new key is therefore untrusted until
 someone decides otherwise.
@@ -23,7 +23,7 @@ SANDBOX_MODES = ("auto", "bwrap", "landlock", "off", "required")
 
 def setting(default: Any, description: str, *, workspace: bool = True, **kw: Any) -> Any:
     """A field with its documentation and whether a workspace's own files may set it."""
-    return Field(default, description=description, json_schema_extra={"workspace": workspace}, **kw)
+    return Field(default, description=description, json_schema_extra={"x-workspace": workspace}, **kw)
 
 
 class Section(BaseModel):
@@ -130,7 +130,7 @@ class SettingsModel(Section):
     """A settings file, and the merged settings of a session."""
 
     schema_: str | None = Field(None, alias="$schema", description="The JSON Schema this file follows (for editors).",
-                                json_schema_extra={"workspace": True})
+                                json_schema_extra={"x-workspace": True})
     permissions: PermissionsSettings = setting(PermissionsSettings(), "Permission rules, the mode, extra directories.")
     sandbox: SandboxSettings = setting(SandboxSettings(), "The OS sandbox for Bash commands.")
     bash: BashSettings = setting(BashSettings(), "Running shell commands.")

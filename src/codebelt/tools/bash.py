@@ -8,10 +8,9 @@ result text.
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 from typing import Any
-
-from functools import cached_property
 
 from pydantic import BaseModel, Field
 

@@ -6,7 +6,6 @@ import re
 
 from pydantic import BaseModel, Field
 
-from ..shell.execution.tasks import TaskManager
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
 from ._services import task_manager
 

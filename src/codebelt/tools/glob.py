@@ -8,11 +8,11 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from ..permissions.requests import PathRequest
-from . import _search as common
 from ..search.collect import display
 from ..search.glob import GLOB_META, glob_files, split_absolute
 from ..search.grep import rg_message
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
+from . import _search as common
 
 TRUNCATED = "(Results are truncated. Consider using a more specific path or pattern.)"
 
@@ -66,7 +66,7 @@ class Glob(Tool):
     read_only = True
     concurrency_safe = True
     idempotent = True
-    max_result_chars = None  # at most 100 paths (configurable); never evicted (SPEC §6)
+    max_result_chars = None  # at most 100 paths (configurable); never evicted
     search_hint = "find files by name pattern or wildcard"
 
     def _plan(self, params: GlobInput, ctx: ToolContext) -> tuple[Path, str]:

@@ -9,10 +9,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ..permissions.requests import PathRequest
-from . import _search as common
 from ..search.collect import Line, display
 from ..search.grep import GrepOutcome, GrepQuery, grep, is_regex_error, rg_message
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
+from . import _search as common
 
 MAX_RESULT_CHARS = 20_000
 
@@ -119,7 +119,7 @@ class Grep(Tool):
     read_only = True
     concurrency_safe = True
     idempotent = True
-    max_result_chars = None  # bounded by head_limit and the 20,000-character cap (SPEC §6)
+    max_result_chars = None  # bounded by head_limit and the 20,000-character cap
     search_hint = "search file contents with regex (ripgrep)"
 
     # -- checks ----------------------------------------------------------------------------

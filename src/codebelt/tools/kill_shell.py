@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from ..shell.execution.tasks import TaskManager
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
 from ._services import task_manager
 

@@ -1,4 +1,4 @@
-"""Read: a page of a text file in `cat -n` form, or an image, PDF or notebook (SPEC §3)."""
+"""Read: a page of a text file in `cat -n` form, or an image, PDF or notebook."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from pathlib import Path
 from pydantic import Field
 
 from ..files.codec import SNIFF_BYTES, BinaryFile, sniff
-from ..files.lines import LineIndexCache, read_page, read_page_text
+from ..files.lines import read_page, read_page_text
 from ..files.lookup import did_you_mean
-from ..files.state import FileStates
 from ..permissions.requests import PathRequest
 from ..tool import Image, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from ._services import file_states, line_indexes
@@ -66,7 +65,7 @@ class Read(Tool):
     read_only = True
     concurrency_safe = True
     idempotent = True
-    max_result_chars = None  # bounded by limit and the token budget; never evicted (SPEC §6)
+    max_result_chars = None  # bounded by limit and the token budget; never evicted
     search_hint = "read a file, image, PDF or notebook"
 
     def validate(self, params: ReadInput, ctx: ToolContext) -> None:
@@ -186,7 +185,10 @@ class Read(Tool):
 
     # -- media -------------------------------------------------------------------------------
     def _image(self, path: Path, st: os.stat_result, mime: str, ctx: ToolContext) -> ToolResult:
-        from ..files.media import MAX_IMAGE_EDGE, MAX_IMAGE_PIXELS, MediaError, load_image
+        from ..files.media import (
+            MediaError,
+            load_image,
+        )
 
         rel = ctx.workspace.relative(path)
         try:
@@ -215,7 +217,11 @@ class Read(Tool):
 
     def _pdf(self, path: Path, st: os.stat_result, pages: str | None, ctx: ToolContext) -> ToolResult:
         from ..files.media import (
-            MAX_PDF_PAGES_PER_CALL, PDF_PAGES_WITHOUT_RANGE, MediaError, open_pdf, parse_pages,
+            MAX_PDF_PAGES_PER_CALL,
+            PDF_PAGES_WITHOUT_RANGE,
+            MediaError,
+            open_pdf,
+            parse_pages,
             pdf_page_text,
         )
 

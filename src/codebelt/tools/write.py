@@ -1,4 +1,4 @@
-"""Write: create or overwrite a file, atomically, keeping an existing file's encoding (SPEC §3).
+"""Write: create or overwrite a file, atomically, keeping an existing file's encoding.
 
 Overwriting keeps the file's encoding and BOM, and a CRLF file stays CRLF (bare LF in the
 content becomes CRLF). Content the old encoding cannot hold is written as UTF-8, with a note.
@@ -14,7 +14,6 @@ from pydantic import Field
 
 from ..files.atomic import AtomicWriteError, write_atomic
 from ..files.codec import SNIFF_BYTES, UTF8, BinaryFile, TextFormat, apply_eol, sniff
-from ..files.state import FileStates
 from ..permissions.requests import PathRequest
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
 from ._services import file_states

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+
 from ...workspace import Workspace
 
 

@@ -3,7 +3,7 @@
 The caller's thread waits here while the process's own watcher thread enforces the timeout.
 Cancellation (the session's cancel_event, set when an `acall` is cancelled or an MCP client
 cancels) stops the whole process group. When the blocking budget runs out the command is
-left running and the caller turns it into a background task (seed 000: a `npm install` must
+left running and the caller turns it into a background task (a `npm install` must
 not hold up the agent loop for minutes).
 """
 
@@ -17,7 +17,7 @@ from .runner import ShellProcess
 from .spool import Progress, SpoolTail
 
 CANCEL_POLL_S = 0.05  # how quickly a cancel is noticed
-PROGRESS_EVERY_S = 1.0  # SPEC §5: at most once a second
+PROGRESS_EVERY_S = 1.0  # at most once a second: enough to show life, little enough to not flood a client
 
 ProgressSink = Callable[[Progress, float], None]  # (progress, elapsed seconds)
 

@@ -17,6 +17,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...evicted import notice
+
 CHUNK = 1 << 20  # bytes read at a time when scanning a spool file
 SUMMARY_BYTES = 6_000  # bytes of head and of tail shown for an evicted output
 SUMMARY_LINES = 40  # at most this many lines of head and of tail
@@ -136,16 +138,8 @@ def _tail(path: Path, size: int) -> tuple[str, int]:
 
 def eviction_text(path: Path, size: int, total_lines: int, head: str, head_n: int,
                   tail: str, tail_n: int) -> str:
-    """SPEC §6 wording (the same shape as budget.eviction_notice): where the full output is,
-    how to read it, the first and last lines and how many were left out."""
     omitted = max(0, total_lines - head_n - tail_n)
-    return (
-        f"Tool result too large ({size:,} bytes, {total_lines:,} lines); the full output is saved "
-        f"at {path}. Read it with Read using offset and limit, or search it with Grep.\n\n"
-        f"--- first lines ---\n{head}\n"
-        f"… {omitted:,} lines omitted …\n"
-        f"--- last lines ---\n{tail}"
-    )
+    return notice(path, f"{size:,} bytes", total_lines, head, tail, omitted)
 
 
 def render(path: Path, max_chars: int, size: int | None = None) -> Rendered:

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import procs
 from ...errors import ShellError
+from . import procs
 from .runner import ShellProcess, Wrap
 from .spool import IncrementalReader, SpoolDir
 
