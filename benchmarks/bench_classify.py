@@ -54,6 +54,27 @@ def timed(fn, n: int) -> list[float]:
     return out
 
 
+def bash_call_handling(root: Path, n: int = 200) -> float:
+    """Median over the typical lines of what one Bash call does with its command before it
+    spawns: schema check, concurrency check, interception check, permission decision, cwd
+    tracking — all from the command's one parse."""
+    from codebelt import Session
+
+    with Session(root, audit=False, load_user_settings=False, sandbox="off") as s:
+        def steps(c: str) -> None:
+            prep = s._prepare("Bash", {"command": c})
+            tool, p = prep.tool, prep.params
+            tool.is_concurrency_safe(p)
+            s.engine.decide("Bash", tool.permission_requests(p, s.context("Bash")))
+            p.patch_invocation
+            p.script.may_change_cwd
+
+        lines = [c for c in TYPICAL if "xargs" not in c]  # the concurrency check of an xargs line scans / for links
+        for c in lines:
+            steps(c)
+        return statistics.median(statistics.median(timed(lambda: steps(c), n)) for c in lines)
+
+
 def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="bench-classify-"))
     (root / "src").mkdir()
@@ -93,6 +114,10 @@ def main() -> int:
     k = len(parse(big).commands)
     bp, ba, bd = (statistics.median(x) for x in (big_parse, big_ana, big_dec))
     print(f"{f'{len(big):,} chars (too long: asks; analysed in full)':{w}} {k:>4} {bp:>9.2f} {ba:>11.2f} {bd:>10.2f} {'':>8} {ba / 20:>7.2f}x")
+    print()
+    call_med = bash_call_handling(root)
+    print(f"{'a Bash call: everything it does with its command':{w}} {'':>4} {'':>9} {'':>11} {call_med:>10.3f}")
+    print("  (parse once; concurrency check, apply_patch interception, permission analysis, cwd tracking)")
     print(f"\npython {sys.version.split()[0]}, {os.cpu_count()} cpus; medians of {n} runs (30 for the script)")
     return 0
 
