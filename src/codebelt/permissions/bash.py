@@ -66,7 +66,7 @@ def decide_analysis(engine: CommandPolicy, a: "Analysis") -> Decision:
     if a.complex is not None or a.too_long:
         what = (f"the command is {len(a.command):,} characters long (over 10,000)" if a.too_long
                 else f"complex command: {a.complex}")
-        if a.dangerous and _strict_allow(engine, text) is None:
+        if a.dangerous and _strict_allow(engine, text, exact=True) is None:
             return Decision.deny(f"dangerous: {a.dangerous}", "danger")
         if whole is not None and whole[0] == "ask":
             return Decision.from_rule(*whole)
@@ -89,16 +89,23 @@ def decide_analysis(engine: CommandPolicy, a: "Analysis") -> Decision:
 
 
 def _decide_part(engine: CommandPolicy, v: "CommandVerdict") -> Decision:
-    texts = [t for t in dict.fromkeys((v.rule_text, v.full_text)) if t]
-    matches = {b: engine.rules.first_command_rule(b, texts) for b in ("deny", "ask", "allow")}
+    texts = [t for t in dict.fromkeys((v.rule_text, v.full_text, v.env_text)) if t]
+    # A variable that can make the program run other code is never stripped for allowing:
+    # `Bash(git status)` does not allow `GIT_DIR=… git status` or `PATH=.; npm test`.
+    allow_texts = [v.env_text] if v.env_risk else texts
+    matches = {b: engine.rules.first_command_rule(b, texts) for b in ("deny", "ask")}
+    matches["allow"] = engine.rules.first_command_rule("allow", allow_texts)
     if matches["deny"]:
         return Decision.from_rule("deny", matches["deny"])
     paths = _path_decisions(engine, v)
     if v.dangerous:
-        allow = matches["allow"]
-        if allow is None or allow.specifier is None:
+        # Only a rule naming this very command allows a dangerous one: `Bash(rm *)` (allowing
+        # `rm -rf build`) must not allow `rm -rf /`.
+        exact = engine.rules.first_command_rule("allow", allow_texts, exact=True)
+        if exact is None:
             return Decision.deny(f"dangerous: {v.dangerous}", "danger",
-                                 suggestion="only an explicit allow rule naming this command allows it")
+                                 suggestion="only an allow rule naming this exact command (no wildcard) allows it")
+        matches["allow"] = exact
     if matches["ask"]:
         argv_decision = Decision.from_rule("ask", matches["ask"])
     elif v.ask_reason:
@@ -153,11 +160,12 @@ def _path_decisions(engine: CommandPolicy, v: "CommandVerdict") -> list[Decision
 _META = r"[^;&|\n`$()<>]*"
 
 
-def _strict_allow(engine: CommandPolicy, text: str) -> Rule | None:
+def _strict_allow(engine: CommandPolicy, text: str, exact: bool = False) -> Rule | None:
     """An allow rule matching the whole text of a command we could not split, where no `*` of
-    the rule swallows shell syntax: `Bash(npm test *)` must not allow `npm test; curl … | sh`."""
+    the rule swallows shell syntax: `Bash(npm test *)` must not allow `npm test; curl … | sh`.
+    `exact`: only a rule without a wildcard (for dangerous commands)."""
     for rule in engine.rules.of("allow", ["Bash"]):
-        if rule.specifier is None:
+        if rule.specifier is None or (exact and rule.has_wildcard):
             continue
         strict = re.compile(rule.command_regex.pattern.replace(".*", _META), re.S)
         if strict.fullmatch(text):
@@ -166,14 +174,12 @@ def _strict_allow(engine: CommandPolicy, text: str) -> Rule | None:
 
 
 def suggest_rule(v: "CommandVerdict | None") -> str | None:
-    """The allow rule a person would add for this command: `Bash(git push *)`."""
+    """The allow rule a person would add for this command: the command itself, `Bash(rm -rf
+    build)`, never a wildcard family (`Bash(rm *)` would also allow `rm -rf /`)."""
     if v is None or not v.rule_text:
         return None
-    words = v.rule_text.split(" ")
-    prefix = words[0]
-    if len(words) > 1 and re.fullmatch(r"[A-Za-z][\w.:-]*", words[1]):
-        prefix += " " + words[1]
-    return f"Bash({prefix} *)"
+    text = v.env_text if v.env_risk else v.rule_text
+    return "Bash(" + text.replace("*", "\\*") + ")"
 
 
 def _mode(engine: CommandPolicy, what: str, v: "CommandVerdict | None") -> Decision:

@@ -57,6 +57,12 @@ class Rule:
         pattern = "".join(parts) + (r"(?: .*)?" if optional_tail else "")
         return re.compile(pattern, re.S)
 
+    @property
+    def has_wildcard(self) -> bool:
+        """Whether the specifier has an unescaped `*` (it then names a family of commands)."""
+        spec = (self.specifier or "*").replace("\\*", "")
+        return "*" in spec
+
     def matches_command(self, command: str) -> bool:
         if self.specifier is None:
             return True
@@ -147,11 +153,15 @@ class RuleSet:
                     return behavior, rule
         return None
 
-    def first_command_rule(self, behavior: str, texts: list[str], tool: str = "Bash") -> Rule | None:
+    def first_command_rule(self, behavior: str, texts: list[str], tool: str = "Bash",
+                           exact: bool = False) -> Rule | None:
         """The first rule with a specifier matching any of `texts` (bare rules are the whole
-        tool's business, decided before commands are looked at)."""
+        tool's business, decided before commands are looked at). `exact`: only rules without a
+        wildcard, naming the command itself."""
         for rule in self.of(behavior, [tool]):
-            if rule.specifier is not None and any(rule.matches_command(t) for t in texts):
+            if rule.specifier is None or (exact and rule.has_wildcard):
+                continue
+            if any(rule.matches_command(t) for t in texts):
                 return rule
         return None
 

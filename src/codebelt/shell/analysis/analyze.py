@@ -54,6 +54,11 @@ class CommandVerdict:
     heredoc: bool = False
     stdin_paths: bool = False  # xargs: takes file names from stdin
     unwrapped: list[str] = field(default_factory=list)  # argv without wrappers and assignments
+    # A variable that can make the program load or run other code, set for this command (a
+    # prefix assignment, `env X=…`) or earlier in the script (`PATH=.; npm test`). Then only a
+    # rule naming the whole text (`env_text`, assignments included) may allow it.
+    env_risk: str | None = None
+    env_text: str = ""  # the command as written: assignments, wrappers and arguments
 
     def to_dict(self) -> dict:
         return {
@@ -175,6 +180,8 @@ class _Walker:
         u = unwrap(c.argv, c.assignments)
         rule_text = " ".join(c.argv if u.problem else u.argv)
         v = CommandVerdict(c.argv, rule_text, False, "", full_text=" ".join(c.argv), cwd=self.cwd, op=c.op, heredoc=c.heredoc)
+        v.env_text = " ".join([*(f"{n}={val}" for n, val in c.assignments), *c.argv])
+        v.env_risk = next((n for n, val in u.env if dangerous_env(n, val)), None) or (self.env_tainted if c.argv else None)
         globs = {i - u.offset for i in c.globs if i >= u.offset}
         v.dangerous = _danger.dangerous(c.argv, c.assignments, self.cwd, self.ws, set(c.globs), u.argv)
         v.ask_reason = _danger.ask_reason(c.argv, c.assignments, u.argv)
