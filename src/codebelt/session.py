@@ -6,13 +6,16 @@ decision (ask → approver) → tool.run → budget → audit → ToolResult.
 
 from __future__ import annotations
 
+import atexit
 import contextvars
 import os
+import re
 import shutil
 import tempfile
 import threading
 import time
 import uuid
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, TypeVar
@@ -37,6 +40,52 @@ from .tool import ProgressCallback, Services, Tool, ToolContext, ToolResult
 from .workspace import Workspace
 
 T = TypeVar("T")
+
+
+# Sessions not closed by their owner are closed when the interpreter exits normally, so their
+# background commands and temp directories do not outlive the process.
+_open_sessions: "weakref.WeakSet[Session]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_sessions() -> None:
+    for s in list(_open_sessions):
+        try:
+            s.close()
+        except Exception:  # noqa: BLE001 - best effort at exit
+            pass
+
+
+_TEMP_PREFIX = re.compile(r"^codebelt-[0-9a-f]+-p(\d+)-")
+_swept = False
+
+
+def _sweep_orphaned_temp_dirs() -> None:
+    """Remove the temp directories (command outputs, evicted results) of codebelt processes
+    that died without closing their session (SIGKILL, a crash): once per process, only ours,
+    only directories whose process is gone."""
+    global _swept
+    if _swept:
+        return
+    _swept = True
+    base = Path(tempfile.gettempdir())
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return
+    uid = os.getuid()
+    for e in entries[:100_000]:
+        m = _TEMP_PREFIX.match(e.name)
+        if m is None or int(m.group(1)) == os.getpid():
+            continue
+        try:
+            if not e.is_dir(follow_symlinks=False) or e.stat(follow_symlinks=False).st_uid != uid:
+                continue
+            os.kill(int(m.group(1)), 0)
+        except ProcessLookupError:
+            shutil.rmtree(e.path, ignore_errors=True)
+        except OSError:
+            continue
 
 
 @dataclass
@@ -97,36 +146,42 @@ class Session:
             (root_path / d) if not Path(d).expanduser().is_absolute() else Path(d).expanduser()
             for d in self.settings.permissions.additional_directories
         ]
-        self._tmp = Path(tempfile.mkdtemp(prefix=f"codebelt-{self.id}-"))
-        self.results_dir = self._tmp / "results"
-        self.results_dir.mkdir()
-        self.temp_dir = self._tmp / "tmp"  # the per-session TMPDIR for shell commands
-        self.temp_dir.mkdir()
-        self.workspace = Workspace(
-            root_path, [d for d in extra if d.is_dir()], internal_read_dirs=[self.results_dir]
-        )
-        self.approver = approver
+        _sweep_orphaned_temp_dirs()
+        self._tmp = Path(tempfile.mkdtemp(prefix=f"codebelt-{self.id}-p{os.getpid()}-"))
+        try:
+            self.results_dir = self._tmp / "results"
+            self.results_dir.mkdir()
+            self.temp_dir = self._tmp / "tmp"  # the per-session TMPDIR for shell commands
+            self.temp_dir.mkdir()
+            self.workspace = Workspace(
+                root_path, [d for d in extra if d.is_dir()], internal_read_dirs=[self.results_dir]
+            )
+            self.approver = approver
 
-        from .tools import registry  # local: the registry imports every tool module
+            from .tools import registry  # local: the registry imports every tool module
 
-        builtin = registry()
-        self._tools: dict[str, Tool] = {t.name: t() for t in (tools or builtin)}
-        self._services = Services()
-        # Path rules name tools (`Write(src/**)`): a rule naming a built-in tool keeps its meaning
-        # in a session that registers other tools.
-        families = {t.name: t.permission_family for t in [*builtin, *map(type, self._tools.values())]
-                    if t.permission_family}
-        self.engine = PermissionEngine(
-            self.settings, self.workspace, self.mode,
-            tool_families=families,
-            sandbox_contains=self._sandbox_contains,
-        )
-        self._audit = None
-        if audit:
-            from .audit import AuditLog
+            builtin = registry()
+            self._tools: dict[str, Tool] = {t.name: t() for t in (tools or builtin)}
+            self._services = Services()
+            # Path rules name tools (`Write(src/**)`): a rule naming a built-in tool keeps its meaning
+            # in a session that registers other tools.
+            families = {t.name: t.permission_family for t in [*builtin, *map(type, self._tools.values())]
+                        if t.permission_family}
+            self.engine = PermissionEngine(
+                self.settings, self.workspace, self.mode,
+                tool_families=families,
+                sandbox_contains=self._sandbox_contains,
+            )
+            self._audit = None
+            if audit:
+                from .audit import AuditLog
 
-            self._audit = AuditLog.open(None if audit is True else Path(audit))
+                self._audit = AuditLog.open(None if audit is True else Path(audit))
+        except BaseException:  # a bad rule, an unusable audit path …: leave nothing behind
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            raise
         self._closed = False
+        _open_sessions.add(self)
 
     # -- services ----------------------------------------------------------------------------
     def context(self, tool_name: str, cancel_event: threading.Event | None = None,

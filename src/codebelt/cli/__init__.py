@@ -55,6 +55,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _exit_cleanly_on_sigterm() -> None:
+    """SIGTERM (a service manager, `kill`, a client closing the server) unwinds like Ctrl-C, so
+    sessions close: background commands are killed and the temp directory is removed."""
+    import signal
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt()
+
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (embedded use): leave signals alone
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
@@ -68,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(f"{__name__}.{args._module}")
     from ..errors import CodebeltError
 
+    _exit_cleanly_on_sigterm()
     try:
         code = module.run(args)
     except (CodebeltError, UsageError, ValueError) as e:

@@ -10,6 +10,10 @@ from . import UsageError
 from .common import make_session
 
 TOKEN_ENV = "CODEBELT_TOKEN"
+# Every MCP session an HTTP client opens holds memory until it ends; clients that never say
+# goodbye must not grow the server without bound.
+DEFAULT_MAX_SESSIONS = 64
+DEFAULT_IDLE_S = 900.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,6 +25,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--token", default=None,
         help=f"bearer token HTTP clients must send (default: ${TOKEN_ENV})",
+    )
+    parser.add_argument(
+        "--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS, metavar="N",
+        help=f"HTTP: most MCP sessions open at once; another client gets 503 until one ends or expires "
+        f"(default {DEFAULT_MAX_SESSIONS})",
+    )
+    parser.add_argument(
+        "--session-idle-timeout", type=float, default=DEFAULT_IDLE_S, metavar="SECONDS",
+        help=f"HTTP: an MCP session with no request for this long is ended (default {DEFAULT_IDLE_S:g})",
     )
     parser.add_argument(
         "--allow-host", action="append", default=None, metavar="NAME",
@@ -43,11 +56,30 @@ def parse_http(value: str) -> tuple[str, int]:
     return host, number
 
 
+def _end_on_sigterm(session) -> None:
+    """Over stdio, the SDK reads stdin in a thread that a signal cannot interrupt, so unwinding
+    would wait for input that never comes: close the session (commands killed, temp directory
+    removed, audit flushed) and leave at once."""
+    import signal
+
+    def handler(signum: int, frame: object) -> None:
+        try:
+            session.close()
+        finally:
+            os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..mcp.transport import is_loopback
 
     token = args.token or os.environ.get(TOKEN_ENV) or None
     address = parse_http(args.http) if args.http else None
+    if args.max_sessions < 1:
+        raise UsageError(f"--max-sessions must be at least 1, got {args.max_sessions}")
+    if not (0 < args.session_idle_timeout < float("inf")):
+        raise UsageError(f"--session-idle-timeout must be a positive number of seconds, got {args.session_idle_timeout}")
     if address and not is_loopback(address[0]) and not token:
         raise UsageError(
             f"serving on {address[0]} (not a loopback address) requires a bearer token: "
@@ -59,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         from ..mcp import server as mcp_server
 
         if address is None:
+            _end_on_sigterm(session)
             mcp_server.run_stdio(session)
         else:
             host, port = address
@@ -68,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
                 sys.stderr.write(f"codebelt MCP server listening on http://{shown}:{actual}/mcp\n")
                 sys.stderr.flush()
 
-            mcp_server.run_http(session, host, port, token, allowed_hosts=args.allow_host, ready=ready)
+            mcp_server.run_http(session, host, port, token, allowed_hosts=args.allow_host, ready=ready,
+                                max_sessions=args.max_sessions, session_idle_timeout=args.session_idle_timeout)
     except KeyboardInterrupt:
         pass
     finally:

@@ -46,6 +46,8 @@ def run_http(
     *,
     allowed_hosts: list[str] | None = None,
     ready: Any = None,
+    max_sessions: int | None = None,
+    session_idle_timeout: float | None = None,
 ) -> None:
     import functools
 
@@ -55,6 +57,7 @@ def run_http(
 
     bridge = create_server(session)
     try:
-        anyio.run(functools.partial(serve_http, bridge, host, port, token, allowed_hosts=allowed_hosts, ready=ready))
+        anyio.run(functools.partial(serve_http, bridge, host, port, token, allowed_hosts=allowed_hosts, ready=ready,
+                                    max_sessions=max_sessions, session_idle_timeout=session_idle_timeout))
     finally:
         bridge.close()

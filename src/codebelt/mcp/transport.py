@@ -16,6 +16,9 @@ log = logging.getLogger("codebelt.mcp")
 
 MCP_PATH = "/mcp"
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
+# Library defaults; `codebelt serve` passes its own (--max-sessions, --session-idle-timeout).
+DEFAULT_MAX_SESSIONS = 64
+DEFAULT_IDLE_S = 900.0
 
 
 def is_loopback(host: str) -> bool:
@@ -83,9 +86,13 @@ def http_app(
     token: str | None = None,
     *,
     allowed_hosts: list[str] | None = None,
+    max_sessions: int | None = None,
+    session_idle_timeout: float | None = None,
 ) -> "Starlette":
     """The streamable HTTP ASGI app at /mcp. With `token`, every request needs
-    `Authorization: Bearer <token>` (else 401). A non-loopback `host` requires a token."""
+    `Authorization: Bearer <token>` (else 401). A non-loopback `host` requires a token.
+    At most `max_sessions` MCP sessions are open at once (another gets 503), and a session
+    with no request for `session_idle_timeout` seconds is ended (its id then answers 404)."""
     if not is_loopback(host) and not token:
         raise ValueError(
             f"serving on {host} (not a loopback address) requires a bearer token: "
@@ -104,6 +111,8 @@ def http_app(
         streamable_http_path=MCP_PATH,
         transport_security=security_settings(host, allowed_hosts),
         host=host,
+        max_sessions=max_sessions or DEFAULT_MAX_SESSIONS,
+        session_idle_timeout=session_idle_timeout or DEFAULT_IDLE_S,
         **kwargs,
     )
 
@@ -123,11 +132,14 @@ async def serve_http(
     *,
     allowed_hosts: list[str] | None = None,
     ready: Any = None,
+    max_sessions: int | None = None,
+    session_idle_timeout: float | None = None,
 ) -> None:
     """Serve until cancelled. `ready(port)` is called once the socket listens (port 0 → real port)."""
     import uvicorn
 
-    app = http_app(bridge, host, port, token, allowed_hosts=allowed_hosts)
+    app = http_app(bridge, host, port, token, allowed_hosts=allowed_hosts, max_sessions=max_sessions,
+                   session_idle_timeout=session_idle_timeout)
     config = uvicorn.Config(
         app, host=host, port=port, log_level="warning", lifespan="on", access_log=False
     )

@@ -1,0 +1,125 @@
+"""`codebelt serve --http` bounds what clients can make it keep: a cap on open MCP sessions,
+idle sessions ended, and a clean exit (temp directory removed) on SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from .helpers import CODEBELT, http_server
+
+HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+           "MCP-Protocol-Version": "2025-11-25"}
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+
+def post(url: str, body: dict, session: str | None = None) -> tuple[int, str | None]:
+    headers = dict(HEADERS)
+    if session:
+        headers["Mcp-Session-Id"] = session
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            r.read()
+            return r.status, r.headers.get("mcp-session-id")
+    except urllib.error.HTTPError as e:
+        return e.code, None
+
+
+def open_session(url: str) -> tuple[int, str | None]:
+    status, sid = post(url, INIT)
+    if status == 200 and sid:
+        post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
+    return status, sid
+
+
+def test_open_sessions_are_capped(project):
+    with http_server(project, "--max-sessions", "2") as url:
+        assert open_session(url)[0] == 200
+        assert open_session(url)[0] == 200
+        status, _ = open_session(url)
+        assert status == 503  # refused until one ends; existing ones still work
+
+
+def test_idle_sessions_are_ended(project):
+    with http_server(project, "--max-sessions", "1", "--session-idle-timeout", "1") as url:
+        status, sid = open_session(url)
+        assert status == 200 and sid
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:  # the idle session is reaped: room for a new one
+            time.sleep(0.5)
+            status, _ = open_session(url)
+            if status == 200:
+                break
+        assert status == 200
+        assert post(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, sid)[0] == 404
+
+
+@pytest.mark.parametrize("how", ["http", "stdio"])
+def test_sigterm_removes_the_temp_directory(project, tmp_path, how):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    extra = ["--http", "127.0.0.1:0"] if how == "http" else []
+    log = tmp_path / "err.log"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(
+            [CODEBELT, *project.serve_args(*extra)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+            stderr=err, env={**os.environ, **project.env(), "TMPDIR": str(tmp)}, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not list(tmp.glob("codebelt-*")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert list(tmp.glob("codebelt-*")), log.read_text()
+        time.sleep(0.5)  # let the server get into its loop
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert list(tmp.glob("codebelt-*")) == [], log.read_text()
+
+
+def test_temp_dirs_of_dead_processes_are_swept(tmp_path, monkeypatch):
+    import codebelt.session as session_mod
+    from codebelt import Session
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    orphan = tmp_path / f"codebelt-0123abcd-p{dead.pid}-xyz"
+    (orphan / "results").mkdir(parents=True)
+    alive = tmp_path / f"codebelt-0123abce-p{os.getpid() if False else 1}-xyz"  # pid 1 is alive
+    alive.mkdir()
+    unrelated = tmp_path / "codebelt-notours"
+    unrelated.mkdir()
+    monkeypatch.setattr(session_mod.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setattr(session_mod.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(session_mod, "_swept", False)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with Session(ws, audit=False, load_user_settings=False) as s:
+        own = s.results_dir.parent
+        assert own.exists() and own.parent == tmp_path
+    assert not orphan.exists() and alive.exists() and unrelated.exists() and not own.exists()
+
+
+@pytest.mark.parametrize("bad", [{"permissions": {"allow": ["Bash(unclosed"]}}, {"permissions": {"deny": ["(x)"]}}])
+def test_a_session_that_fails_to_start_leaves_no_temp_dir(tmp_path, monkeypatch, bad):
+    import codebelt.session as session_mod
+    from codebelt import CodebeltError, Session
+
+    monkeypatch.setattr(session_mod.tempfile, "tempdir", str(tmp_path))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with pytest.raises(CodebeltError):  # the rule is parsed after the temp dir exists
+        Session(ws, load_user_settings=False, audit=False, settings=bad)
+    assert [p.name for p in tmp_path.iterdir()] == ["ws"]
