@@ -77,3 +77,41 @@ def test_fork_bomb_is_capped_and_killed(backend, make_sandbox, ws):
     assert sb.cap.pids() == []
     # the test runner itself can still start processes
     assert subprocess.run(["/bin/true"], timeout=10).returncode == 0
+
+
+# -- memory ---------------------------------------------------------------------------------------
+GROW = "python3 -c 'b = bytearray(); [b.extend(bytes(1 << 20)) for _ in range(400)]; print(len(b))'"
+
+
+def test_memory_cap_ends_a_growing_command(backend, make_sandbox, ws):
+    sb = make_sandbox(backend, limits=Limits(processes=256, memory_mb=64))
+    before = sb.oom_kills()
+    proc = run(sb, GROW + "; exit $?", ws)  # wants 400 MB
+    assert proc.returncode != 0 and "419430400" not in proc.stdout
+    note = sb.memory_note(before, proc.returncode, proc.stdout)
+    assert note and "sandbox.limits.memoryMB" in note and "64 MB" in note, (proc.returncode, proc.stdout[-500:])
+    if sb.memory.cgroup is not None:  # the kernel's own count says why it died
+        assert proc.returncode == 128 + signal.SIGKILL and sb.oom_kills() > before
+        assert (sb.memory.cgroup / ("memory.limit_in_bytes" if sb.memory.version == 1 else "memory.max")
+                ).read_text().strip() == str(64 << 20)
+
+
+def test_memory_under_the_cap_is_fine_and_zero_turns_it_off(backend, make_sandbox, ws):
+    sb = make_sandbox(backend, limits=Limits(processes=256, memory_mb=256))
+    proc = run(sb, "python3 -c 'print(len(bytearray(32 << 20)))'", ws)
+    assert proc.returncode == 0 and proc.stdout.strip() == str(32 << 20)
+    off = make_sandbox(backend, limits=Limits(processes=256, memory_mb=0))
+    assert off.memory.cgroup is None and off.memory.address_space is None and "off" in off.memory.reason
+
+
+def test_default_memory_cap_is_half_the_ram():
+    total_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1 << 20)
+    assert abs(Limits().effective_memory_mb - total_mb // 2) <= 1
+    assert Limits(memory_mb=100).effective_memory_mb == 100
+
+
+def test_bash_tool_says_the_command_ran_out_of_memory(make_session, backend):
+    s = make_session(sandbox=backend, mode="bypassPermissions", settings={"sandbox": {"limits": {"memoryMB": 64}}})
+    r = s.call("Bash", {"command": "tail -n1 /dev/zero"})  # grows until the cap ends it
+    assert "ran out of memory" in r.text and "sandbox.limits.memoryMB" in r.text, r.text[-800:]
+    assert "sandbox.limits.memoryMB" in (r.data or {}).get("sandboxNote", "")

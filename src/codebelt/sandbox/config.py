@@ -25,11 +25,24 @@ class Limits:
       RLIMIT_NPROC on top of the user's current count when not root). 0 disables it.
     file_size_mb: largest file a command may write (RLIMIT_FSIZE). 0 disables it.
     core_dumps: False sets RLIMIT_CORE to 0.
+    memory_mb: most memory the session's commands use together (memory cgroup; else RLIMIT_AS
+      per process). None: half of the machine's RAM. 0 disables it.
     """
 
     processes: int = 512
     file_size_mb: int = 8192
     core_dumps: bool = False
+    memory_mb: int | None = None
+
+    @property
+    def effective_memory_mb(self) -> int:
+        if self.memory_mb is not None:
+            return self.memory_mb
+        try:
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError):
+            return 0
+        return max(256, total // 2 // (1024 * 1024))
 
     @classmethod
     def from_settings(cls, raw: Any) -> "Limits":
@@ -39,13 +52,15 @@ class Limits:
         try:
             processes = int(raw.get("processes", cls.processes))
             file_size_mb = int(raw.get("fileSizeMB", cls.file_size_mb))
+            memory = raw.get("memoryMB")
+            memory_mb = None if memory is None else int(memory)
         except (TypeError, ValueError):
             raise SettingsError(
-                "sandbox.limits.processes and sandbox.limits.fileSizeMB must be integers"
+                "sandbox.limits.processes, fileSizeMB and memoryMB must be integers"
             ) from None
-        if processes < 0 or file_size_mb < 0:
+        if processes < 0 or file_size_mb < 0 or (memory_mb is not None and memory_mb < 0):
             raise SettingsError("sandbox.limits values must be >= 0 (0 turns a limit off)")
-        return cls(processes, file_size_mb, bool(raw.get("coreDumps", cls.core_dumps)))
+        return cls(processes, file_size_mb, bool(raw.get("coreDumps", cls.core_dumps)), memory_mb)
 
 
 @dataclass(frozen=True)
@@ -80,6 +95,6 @@ class SandboxConfig:
             temp_dir=Path(os.path.realpath(temp_dir)) if temp_dir else None,
             mode=sandbox.mode,
             network=sandbox.network,
-            limits=Limits(lim.processes, lim.file_size_mb, lim.core_dumps),
+            limits=Limits(lim.processes, lim.file_size_mb, lim.core_dumps, lim.memory_mb),
             name=name,
         )

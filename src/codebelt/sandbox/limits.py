@@ -1,4 +1,5 @@
-"""Resource limits for sandboxed commands: no core dumps, a file-size cap, a process cap.
+"""Resource limits for sandboxed commands: no core dumps, a file-size cap, a process cap and a
+memory cap.
 
 The process cap is the one that matters for a fork bomb, and RLIMIT_NPROC cannot provide it
 everywhere: it counts every process of the real UID machine-wide, and the kernel never enforces
@@ -7,6 +8,11 @@ writable (cgroup v1 `pids` hierarchy, or v2 with `pids` delegated to our cgroup)
 for non-root users, RLIMIT_NPROC set to "processes this user runs now + the cap". As root with no
 writable pids cgroup there is no process cap; `ProcessCap.describe()` says so and the bwrap
 backend's pid namespace still lets the runner kill the whole tree at once.
+
+The memory cap is a memory cgroup per session (v1 `memory.limit_in_bytes`, with swap counted, or
+v2 `memory.max` with no swap) when one is writable: the kernel then kills a command that passes
+it, and the kill is counted (`oom_kills`) so the result can say why the command died. Without a
+writable memory cgroup it falls back to RLIMIT_AS per process (allocations past it fail).
 
 Everything `apply_in_child` does runs between fork and exec (a subprocess preexec_fn), so it is
 prepared in the parent and only does plain syscalls in the child.
@@ -52,30 +58,37 @@ def _own_cgroups() -> dict[str, str]:
     return out
 
 
-def find_pids_parent() -> tuple[Path | None, str]:
-    """The cgroup directory under which a session cgroup with pids.max can be made, and why not."""
+def find_controller_parent(controller: str) -> tuple[Path | None, str, int]:
+    """The cgroup directory under which a session cgroup with this controller can be made, why
+    not, and the cgroup version (1 or 2)."""
     own = _own_cgroups()
     for mount, fstype, opts in _mountinfo():
-        if fstype == "cgroup" and "pids" in opts.split(","):
-            rel = next((p for c, p in own.items() if "pids" in c.split(",")), None)
+        if fstype == "cgroup" and controller in opts.split(","):
+            rel = next((p for c, p in own.items() if controller in c.split(",")), None)
             if rel is None:
                 continue
             parent = Path(mount) / rel.lstrip("/")
             if os.access(parent, os.W_OK):
-                return parent, f"cgroup v1 pids controller at {parent}"
-            return None, f"the pids cgroup {parent} is not writable"
+                return parent, f"cgroup v1 {controller} controller at {parent}", 1
+            return None, f"the {controller} cgroup {parent} is not writable", 1
     for mount, fstype, _ in _mountinfo():
         if fstype != "cgroup2" or "" not in own:
             continue
         parent = Path(mount) / own[""].lstrip("/")
         try:
-            delegated = "pids" in (parent / "cgroup.subtree_control").read_text().split()
+            delegated = controller in (parent / "cgroup.subtree_control").read_text().split()
         except OSError:
             continue
         if delegated and os.access(parent, os.W_OK):
-            return parent, f"cgroup v2 pids controller at {parent}"
-        return None, f"the pids controller is not delegated to the cgroup {parent}"
-    return None, "no pids cgroup controller is mounted"
+            return parent, f"cgroup v2 {controller} controller at {parent}", 2
+        return None, f"the {controller} controller is not delegated to the cgroup {parent}", 2
+    return None, f"no {controller} cgroup controller is mounted", 0
+
+
+def find_pids_parent() -> tuple[Path | None, str]:
+    """The cgroup directory under which a session cgroup with pids.max can be made, and why not."""
+    parent, why, _ = find_controller_parent("pids")
+    return parent, why
 
 
 class ProcessCap:
@@ -178,6 +191,79 @@ class ProcessCap:
             self.cgroup = None
 
 
+class MemoryCap:
+    """The session's memory cap: a memory cgroup every sandboxed child joins, or RLIMIT_AS."""
+
+    def __init__(self, limits: Limits, name: str):
+        self.mb = limits.effective_memory_mb
+        self.cgroup: Path | None = None
+        self.version = 0
+        self._procs_fd: int | None = None
+        self.address_space: int | None = None  # RLIMIT_AS bytes when there is no cgroup
+        if self.mb <= 0:
+            self.reason = "memory limit off (sandbox.limits.memoryMB is 0)"
+            return
+        parent, why, version = find_controller_parent("memory")
+        if parent is not None:
+            _remove_stale_groups(parent)
+            group = parent / f"{name}-{os.getpid()}"
+            try:
+                group.mkdir(exist_ok=True)
+                limit = str(self.mb * MB)
+                if version == 1:
+                    (group / "memory.limit_in_bytes").write_text(limit)
+                    swap = group / "memory.memsw.limit_in_bytes"
+                    if swap.exists():  # memory + swap: a command cannot escape into swap
+                        swap.write_text(limit)
+                else:
+                    (group / "memory.max").write_text(limit)
+                    swap = group / "memory.swap.max"
+                    if swap.exists():
+                        swap.write_text("0")
+                self._procs_fd = os.open(group / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
+                self.cgroup, self.version = group, version
+                self.reason = f"at most {self.mb} MB of memory for the session's commands (memory cgroup {group})"
+                return
+            except OSError as e:
+                why = f"cannot create a memory cgroup under {parent}: {e.strerror}"
+                ProcessCap._remove_group(group)
+        self.address_space = self.mb * MB
+        self.reason = f"at most {self.mb} MB of address space per process (RLIMIT_AS; {why})"
+
+    def join_in_child(self) -> None:
+        if self._procs_fd is not None:
+            os.write(self._procs_fd, str(os.getpid()).encode())
+
+    def oom_kills(self) -> int:
+        """How many processes the kernel has killed in the session cgroup for passing the cap."""
+        if self.cgroup is None:
+            return 0
+        name = "memory.oom_control" if self.version == 1 else "memory.events"
+        try:
+            for line in (self.cgroup / name).read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def close(self) -> None:
+        if self._procs_fd is not None:
+            os.close(self._procs_fd)
+            self._procs_fd = None
+        if self.cgroup is not None:
+            for _ in range(50):
+                try:
+                    self.cgroup.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)
+            self.cgroup = None
+
+
 def _remove_stale_groups(parent: Path) -> None:
     """Remove empty session cgroups left by codebelt processes that died without closing."""
     try:
@@ -190,9 +276,11 @@ def _remove_stale_groups(parent: Path) -> None:
             ProcessCap._remove_group(group)  # fails harmlessly if processes are still inside
 
 
-def rlimits(limits: Limits, nproc: int | None) -> list[tuple[int, tuple[int, int]]]:
+def rlimits(limits: Limits, nproc: int | None, address_space: int | None = None) -> list[tuple[int, tuple[int, int]]]:
     """The (resource, (soft, hard)) pairs to set in the child; never raises a hard limit."""
     out = []
+    if address_space:
+        out.append((resource.RLIMIT_AS, _capped(resource.RLIMIT_AS, address_space)))
     if not limits.core_dumps:
         out.append((resource.RLIMIT_CORE, (0, 0)))
     if limits.file_size_mb > 0:

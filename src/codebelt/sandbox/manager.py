@@ -17,6 +17,7 @@ sandbox off, commands run exactly as the user's shell would run them.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import threading
 from dataclasses import asdict, dataclass
@@ -27,13 +28,14 @@ from ..errors import SandboxUnavailable
 from . import bwrap as _bwrap
 from . import denial as _denial
 from .config import SandboxConfig
-from .limits import ProcessCap, apply_rlimits, rlimits
+from .limits import MemoryCap, ProcessCap, apply_rlimits, rlimits
 from .protected import placeholders
 
 __all__ = ["Sandbox", "SandboxStatus", "SandboxUnavailable"]
 
 Wrapper = Callable[[list[str], Path, dict], tuple[list[str], dict, Callable[[], None] | None]]
 PROBE_TIMEOUT = 10.0
+_ALLOC_FAILED = re.compile(r"Cannot allocate memory|MemoryError|std::bad_alloc|out of memory|memory exhausted", re.I)
 TRUE = next((p for p in ("/usr/bin/true", "/bin/true") if os.access(p, os.X_OK)), "true")
 
 
@@ -46,6 +48,7 @@ class SandboxStatus:
     network: bool  # whether sandboxed commands may use the network
     protected_paths: bool = False  # protected paths inside the workspace are read-only
     process_limit: str = ""  # how the process cap is enforced (or why it is not)
+    memory_limit: str = ""  # how the memory cap is enforced (or why it is not)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -61,6 +64,7 @@ class Sandbox:
 
     def __init__(self, config: SandboxConfig):
         self.cap: ProcessCap | None = None
+        self.memory: MemoryCap | None = None
         self.ruleset = None  # landlock.Ruleset when that backend is chosen
         self.bwrap_path: str | None = None
         self._made: list[Path] = []  # placeholders this session created
@@ -75,6 +79,7 @@ class Sandbox:
             return SandboxStatus(False, None, "off", "sandbox.mode is off: Bash commands run "
                                  "without an OS sandbox", c.network)
         self.cap = ProcessCap(c.limits, c.name)
+        self.memory = MemoryCap(c.limits, c.name)
         tried: list[str] = []
         order = {"bwrap": ["bwrap"], "landlock": ["landlock"]}.get(c.mode, ["bwrap", "landlock"])
         for backend in order:
@@ -85,10 +90,13 @@ class Sandbox:
                 return SandboxStatus(
                     True, backend, c.mode, why, c.network,
                     protected_paths=backend == "bwrap", process_limit=self.cap.reason,
+                    memory_limit=self.memory.reason,
                 )
             tried.append(f"{backend}: {why}")
         self.cap.close()
         self.cap = None
+        self.memory.close()
+        self.memory = None
         if c.mode == "auto":
             reason = "no sandbox works here, Bash commands run unsandboxed (" + "; ".join(tried) + ")"
         else:
@@ -169,8 +177,8 @@ class Sandbox:
         c = self.config
         if c.temp_dir is not None:
             env["TMPDIR"] = str(c.temp_dir)
-        cap = self.cap
-        pairs = rlimits(c.limits, cap.nproc_limit() if cap else None)
+        cap, memory = self.cap, self.memory
+        pairs = rlimits(c.limits, cap.nproc_limit() if cap else None, memory.address_space if memory else None)
         if backend == "bwrap":
             if create:
                 self._make_placeholders()
@@ -183,6 +191,8 @@ class Sandbox:
             apply_rlimits(pairs)
             if cap is not None:
                 cap.join_in_child()
+            if memory is not None:
+                memory.join_in_child()
             if restrict is not None:
                 restrict()
 
@@ -207,6 +217,26 @@ class Sandbox:
             temp_dir=str(self.config.temp_dir) if self.config.temp_dir else None,
         )
 
+    def oom_kills(self) -> int:
+        """Processes killed so far for passing the memory cap (compare before and after a run)."""
+        return self.memory.oom_kills() if self.memory is not None else 0
+
+    def memory_note(self, oom_before: int, exit_code: int | None, output_tail: str) -> str | None:
+        """A sentence when a command most likely died of the memory cap, naming the setting."""
+        memory = self.memory
+        if memory is None or memory.mb <= 0:
+            return None
+        setting = f"sandbox.limits.memoryMB (now {memory.mb} MB)"
+        if memory.cgroup is not None:
+            if exit_code == 128 + 9 and self.oom_kills() > oom_before:
+                return (f"The command ran out of memory: it was killed at the sandbox's memory limit. "
+                        f"Use less memory, or raise the setting {setting}.")
+            return None
+        if exit_code not in (0, None) and _ALLOC_FAILED.search(output_tail[-4000:]):
+            return (f"The command probably ran out of memory: allocations fail past the sandbox's "
+                    f"per-process limit. Use less memory, or raise the setting {setting}.")
+        return None
+
     def kill_all(self) -> bool:
         """Kill every process left in the session's process cgroup (True when none is left)."""
         return self.cap.kill_all() if self.cap and self.cap.cgroup else True
@@ -214,6 +244,8 @@ class Sandbox:
     def close(self) -> None:
         if self.cap is not None:
             self.cap.close()
+        if self.memory is not None:
+            self.memory.close()
         if self.ruleset is not None:
             self.ruleset.close()
         for p in reversed(self._made):

@@ -56,6 +56,12 @@ class LimitsSettings(Section):
     file_size_mb: int = setting(8192, "Largest file a sandboxed command may write, in MB (0 turns the limit off).", ge=0,
                                 alias="fileSizeMB")
     core_dumps: bool = setting(False, "Allow core dumps from sandboxed commands.")
+    memory_mb: int | None = setting(
+        None,
+        "Most memory the session's sandboxed commands may use together, in MB (a memory cgroup; without "
+        "one, a per-process address-space limit). Default: half of the machine's RAM; 0 turns it off.",
+        ge=0, alias="memoryMB",
+    )
 
 
 class SandboxSettings(Section):

@@ -142,6 +142,20 @@ def _sandbox_note(output_tail: str, exit_code: int | None, ctx: ToolContext) -> 
         return None
 
 
+def _oom_kills(ctx: ToolContext) -> int:
+    try:
+        return ctx.service(sandbox).oom_kills()
+    except Exception:  # noqa: BLE001 - a sandbox that cannot start refuses the command at spawn
+        return 0
+
+
+def _memory_note(oom_before: int, exit_code: int | None, output: str, ctx: ToolContext) -> str | None:
+    try:
+        return ctx.service(sandbox).memory_note(oom_before, exit_code, output)
+    except Exception:  # noqa: BLE001 - an explanation is a courtesy
+        return None
+
+
 def _status_lines(out: Outcome, timeout_ms: int) -> list[str]:
     lines = []
     if out.timed_out:
@@ -259,6 +273,7 @@ class Bash(Tool):
 
         budget_ms = ctx.settings.bash.auto_background_ms if ctx.settings.bash.auto_background else None
         progress = _progress_sink(ctx)
+        oom_before = _oom_kills(ctx)
         # Nothing between spawn and wait_foreground may raise: the caller's thread watches.
         try:
             # Recording the final directory costs bash a fork (it cannot exec the last command
@@ -275,10 +290,10 @@ class Bash(Tool):
         )
         if not finished:
             return self._moved_to_background(params, ctx, manager, proc, budget_ms or 0)
-        return self._finished(params, ctx, proc, timeout_ms, cwd_service, cwd_note)
+        return self._finished(params, ctx, proc, timeout_ms, cwd_service, cwd_note, oom_before)
 
     def _finished(self, params: BashInput, ctx: ToolContext, proc: ShellProcess, timeout_ms: int,
-                  cwd_service: ShellCwd, cwd_note: str | None) -> ToolResult:
+                  cwd_service: ShellCwd, cwd_note: str | None, oom_before: int = 0) -> ToolResult:
         out = proc.outcome
         assert out is not None
         notes = [n for n in (cwd_note, cwd_service.learn(out.final_cwd)) if n]
@@ -290,7 +305,8 @@ class Bash(Tool):
             ctx.service(task_manager).release_spool(proc)
         sandbox_note = None
         if out.exit_code not in (0, None) and out.stop_reason is None:
-            sandbox_note = _sandbox_note(rendered.text[-4000:], out.exit_code, ctx)
+            sandbox_note = (_memory_note(oom_before, out.exit_code, rendered.text, ctx)
+                            or _sandbox_note(rendered.text[-4000:], out.exit_code, ctx))
             if sandbox_note:
                 notes.append(sandbox_note)
         parts = [rendered.text] if rendered.text else []
