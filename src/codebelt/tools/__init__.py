@@ -9,7 +9,7 @@ from ..tool import Tool
 
 TOOL_MODULES = (
     "read", "write", "edit", "multi_edit", "glob", "grep",
-    "bash", "bash_output", "kill_shell", "apply_patch",
+    "bash", "bash_output", "kill_shell", "task_output", "task_stop", "apply_patch",
 )
 
 

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import re
+from pydantic import Field
 
-from pydantic import BaseModel, Field
-
-from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
-from ._services import task_manager
+from ..tool import Tool, ToolContext, ToolInput, ToolResult
+from ._tasks import TaskOutputResult, compile_filter, read_task
 
 MAX_RESULT_CHARS = 30_000
-INLINE_BYTES = 26_000  # new output shown per read; more is summarised (head + tail + file path)
 
 DESCRIPTION = """- Retrieves output from a running or completed background bash shell
 - Takes a shell_id parameter identifying the shell (the id Bash returned, e.g. "bash_1")
@@ -32,33 +29,11 @@ class BashOutputInput(ToolInput):
     )
 
 
-class BashOutputResult(BaseModel):
-    shellId: str
-    command: str
-    status: str = Field(description="running | completed | failed | killed | timed_out")
-    exitCode: int | None = None
-    stdout: str = Field(description="New output since the last read (filtered if a filter was given)")
-    truncated: bool = False
-    outputPath: str = Field(description="File with the shell's full output")
-
-
-def compile_filter(pattern: str | None) -> re.Pattern[str] | None:
-    if pattern is None or pattern == "":
-        return None
-    try:
-        return re.compile(pattern)
-    except re.error as e:
-        raise ToolError(
-            f"Invalid filter regex {pattern!r}: {e}. Pass a Python regular expression such as "
-            "'error|warning', or omit filter to get all new output."
-        ) from None
-
-
 class BashOutput(Tool):
     name = "BashOutput"
     description = DESCRIPTION
     Input = BashOutputInput
-    Output = BashOutputResult
+    Output = TaskOutputResult
     read_only = True
     concurrency_safe = True
     max_result_chars = MAX_RESULT_CHARS
@@ -68,30 +43,4 @@ class BashOutput(Tool):
         compile_filter(params.filter)
 
     def run(self, params: BashOutputInput, ctx: ToolContext) -> ToolResult:
-        pattern = compile_filter(params.filter)
-        manager = ctx.service(task_manager)
-        try:
-            task, text, truncated = manager.read(params.bash_id, pattern, INLINE_BYTES)
-        except KeyError as e:
-            raise ToolError(e.args[0]) from None
-        out = task.process.outcome
-        status = task.status()
-        parts = [f"<status>{status}</status>"]
-        if out is not None and out.exit_code is not None:
-            parts.append(f"<exit_code>{out.exit_code}</exit_code>")
-        if text:
-            parts.append(f"<stdout>\n{text.rstrip(chr(10))}\n</stdout>")
-        else:
-            parts.append("<stdout>(no new output" + (" matching the filter" if pattern else "") + ")</stdout>")
-        if status != "running":
-            parts.append(f"Shell {task.id} {task.status_text()}.")
-        data = BashOutputResult(
-            shellId=task.id,
-            command=task.command,
-            status=status,
-            exitCode=out.exit_code if out is not None else None,
-            stdout=text,
-            truncated=truncated,
-            outputPath=str(task.output_path),
-        ).model_dump()
-        return ToolResult(text="\n".join(parts), data=data)
+        return read_task(ctx, params.bash_id, compile_filter(params.filter))

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
-from ._services import task_manager
+from ..tool import Tool, ToolContext, ToolInput, ToolResult
+from ._tasks import TaskStopResult, stop_task
 
 DESCRIPTION = """- Kills a running background bash shell by its ID
 - Takes a shell_id parameter identifying the shell to kill (the id Bash returned, e.g. "bash_1")
@@ -20,36 +20,15 @@ class KillShellInput(ToolInput):
     shell_id: str = Field(description="The ID of the background shell to kill")
 
 
-class KillShellResult(BaseModel):
-    shellId: str
-    command: str
-    wasRunning: bool
-    status: str
-    message: str
-
-
 class KillShell(Tool):
     name = "KillShell"
     description = DESCRIPTION
     Input = KillShellInput
-    Output = KillShellResult
+    Output = TaskStopResult
     destructive = True
     idempotent = True
     max_result_chars = None  # one short sentence
     search_hint = "stop a background shell command"
 
     def run(self, params: KillShellInput, ctx: ToolContext) -> ToolResult:
-        manager = ctx.service(task_manager)
-        try:
-            task, was_running = manager.kill(params.shell_id)
-        except KeyError as e:
-            raise ToolError(e.args[0]) from None
-        if was_running:
-            message = f"Successfully killed shell: {task.id} ({task.command})"
-        else:
-            message = f"Shell {task.id} is not running (it {task.status_text()}); nothing to kill."
-        data = KillShellResult(
-            shellId=task.id, command=task.command, wasRunning=was_running,
-            status=task.status(), message=message,
-        ).model_dump()
-        return ToolResult(text=message, data=data)
+        return stop_task(ctx, params.shell_id)

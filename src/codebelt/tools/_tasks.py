@@ -1,0 +1,96 @@
+"""What BashOutput/TaskOutput and KillShell/TaskStop share: one implementation behind Claude
+Code's old and current names for the background-task tools."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from pydantic import BaseModel, Field
+
+from ..tool import ToolContext, ToolError, ToolResult
+from ._services import task_manager
+
+INLINE_BYTES = 26_000  # new output shown per read; more is summarised (head + tail + file path)
+
+
+class TaskOutputResult(BaseModel):
+    shellId: str
+    command: str
+    status: str = Field(description="running | completed | failed | killed | timed_out")
+    exitCode: int | None = None
+    stdout: str = Field(description="New output since the last read (filtered if a filter was given)")
+    truncated: bool = False
+    outputPath: str = Field(description="File with the shell's full output")
+
+
+class TaskStopResult(BaseModel):
+    shellId: str
+    command: str
+    wasRunning: bool
+    status: str
+    message: str
+
+
+def compile_filter(pattern: str | None) -> re.Pattern[str] | None:
+    if pattern is None or pattern == "":
+        return None
+    try:
+        return re.compile(pattern)
+    except re.error as e:
+        raise ToolError(
+            f"Invalid filter regex {pattern!r}: {e}. Pass a Python regular expression such as "
+            "'error|warning', or omit filter to get all new output."
+        ) from None
+
+
+def read_task(ctx: ToolContext, task_id: str, pattern: re.Pattern[str] | None = None,
+              wait_ms: float = 0) -> ToolResult:
+    """New output of a background task since the last read, and its status; with `wait_ms`,
+    first wait (cancellably) up to that long for the task to end."""
+    manager = ctx.service(task_manager)
+    try:
+        task = manager.get(task_id)
+    except KeyError as e:
+        raise ToolError(e.args[0]) from None
+    deadline = time.monotonic() + wait_ms / 1000
+    while task.process.running and time.monotonic() < deadline:
+        ctx.check_cancelled()
+        task.process.exited.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+    task, text, truncated = manager.read(task.id, pattern, INLINE_BYTES)
+    out = task.process.outcome
+    status = task.status()
+    parts = [f"<status>{status}</status>"]
+    if out is not None and out.exit_code is not None:
+        parts.append(f"<exit_code>{out.exit_code}</exit_code>")
+    if text:
+        parts.append(f"<stdout>\n{text.rstrip(chr(10))}\n</stdout>")
+    else:
+        parts.append("<stdout>(no new output" + (" matching the filter" if pattern else "") + ")</stdout>")
+    if status != "running":
+        parts.append(f"Shell {task.id} {task.status_text()}.")
+    elif wait_ms:
+        parts.append(f"Shell {task.id} is still running after waiting {wait_ms / 1000:g}s.")
+    data = TaskOutputResult(
+        shellId=task.id, command=task.command, status=status,
+        exitCode=out.exit_code if out is not None else None, stdout=text, truncated=truncated,
+        outputPath=str(task.output_path),
+    ).model_dump()
+    return ToolResult(text="\n".join(parts), data=data)
+
+
+def stop_task(ctx: ToolContext, task_id: str) -> ToolResult:
+    manager = ctx.service(task_manager)
+    try:
+        task, was_running = manager.kill(task_id)
+    except KeyError as e:
+        raise ToolError(e.args[0]) from None
+    if was_running:
+        message = f"Successfully killed shell: {task.id} ({task.command})"
+    else:
+        message = f"Shell {task.id} is not running (it {task.status_text()}); nothing to kill."
+    data = TaskStopResult(
+        shellId=task.id, command=task.command, wasRunning=was_running,
+        status=task.status(), message=message,
+    ).model_dump()
+    return ToolResult(text=message, data=data)
