@@ -88,6 +88,17 @@ def _sweep_orphaned_temp_dirs() -> None:
             continue
 
 
+def _task_info(task: Any) -> dict[str, Any]:
+    out = task.process.outcome
+    return {"id": task.id, "command": task.command, "status": task.status(), "status_text": task.status_text(),
+            "exit_code": out.exit_code if out is not None else None, "output_path": str(task.output_path)}
+
+
+def _short(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 @dataclass
 class _Prepared:
     """A call whose input has been checked against the schema: parsed once, used by the
@@ -181,6 +192,9 @@ class Session:
             shutil.rmtree(self._tmp, ignore_errors=True)
             raise
         self._closed = False
+        self._events_lock = threading.Lock()
+        self._ended_tasks: list[Any] = []  # background tasks that ended since the last result
+        self._task_end_callbacks: list[Callable[[dict[str, Any]], None]] = []
         _open_sessions.add(self)
 
     # -- services ----------------------------------------------------------------------------
@@ -191,7 +205,48 @@ class Session:
             tool_name=tool_name, session_id=self.id, workspace=self.workspace, settings=self.settings,
             permissions=self.engine, results_dir=self.results_dir, temp_dir=self.temp_dir,
             services=self._services, cancel_event=cancel_event or threading.Event(), progress=progress,
+            events=self._event,
         )
+
+    # -- events between calls ------------------------------------------------------------------
+    def on_task_end(self, callback: Callable[[dict[str, Any]], None]) -> None:
+        """Call `callback(task)` when a background task ends: a dict with `id`, `command`,
+        `status`, `status_text`, `exit_code`, `output_path` (from the watching thread)."""
+        self._task_end_callbacks.append(callback)
+
+    def _event(self, name: str, data: dict[str, Any]) -> None:
+        if name == "task_end":
+            task = data["task"]
+            with self._events_lock:
+                self._ended_tasks.append(task)
+            info = _task_info(task)
+            for callback in list(self._task_end_callbacks):
+                try:
+                    callback(info)
+                except Exception:  # noqa: BLE001 - a listener never breaks the task's watcher
+                    pass
+
+    def _with_notices(self, result: ToolResult) -> ToolResult:
+        """The next result after a background task ended tells the model so (unless it already
+        saw the end through TaskOutput/BashOutput or stopped the task itself)."""
+        if not self._ended_tasks:
+            return result
+        with self._events_lock:
+            ended, self._ended_tasks = self._ended_tasks, []
+        infos = [_task_info(t) for t in ended if not t.reported]
+        for t in ended:
+            t.reported = True
+        if not infos:
+            return result
+        lines = [
+            f"<task-notification>Background task {i['id']} (`{_short(i['command'])}`) {i['status_text']}. "
+            f"Its output is in {i['output_path']} (TaskOutput with task_id \"{i['id']}\" shows what is new)."
+            "</task-notification>"
+            for i in infos
+        ]
+        result.text = result.text + "\n\n" + "\n".join(lines)
+        result.data = {**(result.data or {}), "taskNotifications": infos}
+        return result
 
     def service(self, factory: Callable[[ToolContext], T]) -> T:
         """A per-session singleton (see `ToolContext.service`)."""
@@ -230,11 +285,7 @@ class Session:
         manager = self._services.peek(task_manager)
         if manager is None:
             return []
-        return [
-            {"id": t.id, "command": t.command, "description": t.description,
-             "status": t.status(), "status_text": t.status_text(), "output_path": str(t.output_path)}
-            for t in manager.tasks()
-        ]
+        return [{**_task_info(t), "description": t.description} for t in manager.tasks()]
 
     # -- the pipeline ------------------------------------------------------------------------
     def call(
@@ -279,6 +330,7 @@ class Session:
                 f"{tool_name} failed with an internal error: {type(e).__name__}: {e}. "
                 "This is a bug in codebelt, not in your input; try another approach."
             )
+        result = self._with_notices(result)
         self._record(tool_name, input, decision, result, started)
         return result
 

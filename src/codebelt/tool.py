@@ -120,6 +120,16 @@ class ToolContext:
     # The permission decision this call runs under (set by the session before `run`): a Bash
     # command allowed because it is read-only runs differently from one a person approved.
     decision: "Decision | None" = None
+    # The session's event sink: `emit("task_end", {...})` — things that happen between calls
+    # (a background task ending) reach the model, the client and the library user through it.
+    events: Callable[[str, dict[str, Any]], None] | None = None
+
+    def emit(self, event: str, data: dict[str, Any]) -> None:
+        if self.events is not None:
+            try:
+                self.events(event, data)
+            except Exception:  # noqa: BLE001 - a broken listener never fails the call
+                pass
 
     def service(self, factory: Callable[["ToolContext"], T]) -> T:
         """A per-session singleton, created on first use by `factory(ctx)`."""

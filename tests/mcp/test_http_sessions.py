@@ -123,3 +123,25 @@ def test_a_session_that_fails_to_start_leaves_no_temp_dir(tmp_path, monkeypatch,
     with pytest.raises(CodebeltError):  # the rule is parsed after the temp dir exists
         Session(ws, load_user_settings=False, audit=False, settings=bad)
     assert [p.name for p in tmp_path.iterdir()] == ["ws"]
+
+
+async def test_mcp_client_hears_when_a_task_ends(project):
+    import asyncio
+
+    from .helpers import connect
+
+    got: list = []
+
+    async def on_log(params) -> None:
+        got.append(params)
+
+    async with connect("stdio", "legacy", project, logging_callback=on_log) as client:
+        r = await client.call_tool("Bash", {"command": "echo hi", "run_in_background": True})
+        tid = r.structured_content["backgroundTaskId"]
+        for _ in range(200):
+            if any(isinstance(p.data, dict) and p.data.get("id") == tid for p in got):
+                break
+            await asyncio.sleep(0.05)
+    notes = [p for p in got if isinstance(p.data, dict) and p.data.get("id") == tid]
+    assert notes and notes[0].data["event"] == "task_end" and notes[0].data["status"] == "completed"
+    assert notes[0].logger == "codebelt.tasks"

@@ -102,6 +102,32 @@ class Bridge:
             get_tool_input_schema=self._schemas.get,
         )
         self._install_request_state_seal(name)
+        # The client that called last hears when a background task ends (a log notification);
+        # every client also sees it in its next tool result.
+        self._peer: tuple[Any, asyncio.AbstractEventLoop] | None = None
+        session.on_task_end(self._task_ended)
+
+    def _task_ended(self, info: dict[str, Any]) -> None:
+        peer = self._peer
+        if peer is None:
+            return
+        mcp_session, loop = peer
+        note = types.LoggingMessageNotification(params=types.LoggingMessageNotificationParams(
+            level="info", logger="codebelt.tasks",
+            data={"event": "task_end", **info,
+                  "message": f"Background task {info['id']} ({info['command'][:80]}) {info['status_text']}."},
+        ))
+
+        async def send() -> None:
+            try:
+                await mcp_session.send_notification(note)
+            except Exception as e:  # no channel for unsolicited messages: the next result says it
+                log.debug("task notification not sent: %s", e)
+
+        try:
+            asyncio.run_coroutine_threadsafe(send(), loop)
+        except RuntimeError:  # the loop has ended
+            pass
 
     def _install_request_state_seal(self, name: str) -> None:
         """Seal the `request_state` we hand the client (2026-07-28 retries) with the SDK's boundary."""
@@ -127,6 +153,7 @@ class Bridge:
                 message=f"Unknown tool {name!r}. Available tools: {', '.join(sorted(self._tools))}.",
             )
         loop = asyncio.get_running_loop()
+        self._peer = (ctx.session, loop)
         cancel_event = threading.Event()
         scope = CallScope(
             ctx=ctx,

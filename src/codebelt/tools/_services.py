@@ -46,4 +46,5 @@ def task_manager(ctx: ToolContext) -> TaskManager:
         grace_s=bash.kill_grace_ms / 1000,
         max_output_bytes=bash.max_output_bytes or None,
         wrapper=wrapper,
+        on_task_end=lambda task: ctx.emit("task_end", {"task": task}),
     )

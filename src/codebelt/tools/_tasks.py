@@ -60,6 +60,8 @@ def read_task(ctx: ToolContext, task_id: str, pattern: re.Pattern[str] | None = 
     task, text, truncated = manager.read(task.id, pattern, INLINE_BYTES)
     out = task.process.outcome
     status = task.status()
+    if status != "running":
+        task.reported = True
     parts = [f"<status>{status}</status>"]
     if out is not None and out.exit_code is not None:
         parts.append(f"<exit_code>{out.exit_code}</exit_code>")
@@ -85,6 +87,7 @@ def stop_task(ctx: ToolContext, task_id: str) -> ToolResult:
         task, was_running = manager.kill(task_id)
     except KeyError as e:
         raise ToolError(e.args[0]) from None
+    task.reported = True
     if was_running:
         message = f"Successfully killed shell: {task.id} ({task.command})"
     else:

@@ -42,6 +42,9 @@ class Task:
     how: str  # "requested" (run_in_background) | "auto" (moved after the blocking budget)
     reader: IncrementalReader
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # The caller saw how it ended (a read after the end, or a stop): no notice is needed.
+    reported: bool = False
+    _announced: bool = False
 
     @property
     def output_path(self) -> Path:
@@ -85,12 +88,14 @@ class TaskManager:
         grace_s: float = DEFAULT_GRACE_S,
         max_output_bytes: int | None = DEFAULT_MAX_OUTPUT_BYTES,
         wrapper: Callable[[], Wrap | None] | None = None,
+        on_task_end: Callable[[Task], None] | None = None,
     ):
         """`env` is the environment every command starts from (nothing a command exports
         carries over); `marker_prefix` tags every process so escapees can be found at close;
         `wrapper` is asked once, on the first spawn, for the sandbox's argv wrapper — a sandbox
         that is required but unavailable raises there, and that refusal is passed on: running
-        unsandboxed instead would be the wrong answer."""
+        unsandboxed instead would be the wrong answer. `on_task_end(task)` is called once when a
+        background task ends (from the thread that watched it)."""
         self._lock = threading.Lock()
         self._seq = itertools.count(1)
         self._task_seq = itertools.count(1)
@@ -107,6 +112,7 @@ class TaskManager:
         self.marker_prefix = marker_prefix
         self._spools = SpoolDir(self.spool_dir)
         self._env = dict(env)
+        self._on_task_end = on_task_end
 
     def wrapper(self) -> Wrap | None:
         if not self._wrap_loaded:
@@ -165,7 +171,21 @@ class TaskManager:
             task_id = f"bash_{next(self._task_seq)}"
             task = Task(task_id, command, description, proc, how, IncrementalReader(proc.spool_path))
             self._tasks[task_id] = task
+        proc.on_exit.append(lambda _p: self._ended(task))
+        if not proc.running:  # it ended before the callback was in place
+            self._ended(task)
         return task
+
+    def _ended(self, task: Task) -> None:
+        with self._lock:
+            if task._announced or self._closed:
+                return
+            task._announced = True
+        if self._on_task_end is not None:
+            try:
+                self._on_task_end(task)
+            except Exception:  # noqa: BLE001 - a listener never breaks the watcher thread
+                pass
 
     def get(self, task_id: str) -> Task:
         with self._lock:
