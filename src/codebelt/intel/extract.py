@@ -90,10 +90,14 @@ def extract(source: bytes, language: str) -> FileFacts:
 
     # (start_byte, -end_byte, name, kind, name_node, explicit_container, is_symbol, node)
     defs: list[tuple[int, int, str, str, Node, str | None, bool, Node]] = []
+    def_patterns: list[int] = []
     def_name_starts: set[int] = set()
     refs: dict[int, tuple[int, str, Node]] = {}  # name start byte -> (priority, kind, node)
 
-    for _, caps in cursor.matches(tree.root_node):
+    # several patterns may define the same name (a struct is also a type): the pattern written
+    # first in the query wins
+    best_def: dict[int, int] = {}  # name start byte -> index into defs
+    for pattern, caps in cursor.matches(tree.root_node):
         names = caps.get("name")
         if not names:
             continue
@@ -102,14 +106,24 @@ def extract(source: bytes, language: str) -> FileFacts:
             if cap.startswith("definition."):
                 node = nodes[0]
                 explicit = caps.get("container")
-                defs.append((node.start_byte, -node.end_byte, _text(name_node), cap[11:],
-                             name_node, _text(explicit[0]) if explicit else None, True, node))
-                def_name_starts.add(name_node.start_byte)
+                entry = (node.start_byte, -node.end_byte, _text(name_node), cap[11:],
+                         name_node, _text(explicit[0]) if explicit else None, True, node)
+                key = name_node.start_byte
+                seen = best_def.get(key)
+                if seen is None:
+                    best_def[key] = len(defs)
+                    defs.append(entry)
+                    def_patterns.append(pattern)
+                elif pattern < def_patterns[seen]:
+                    defs[seen] = entry
+                    def_patterns[seen] = pattern
+                def_name_starts.add(key)
                 break
             if cap == "scope":
                 node = nodes[0]
                 defs.append((node.start_byte, -node.end_byte, _text(name_node), "scope",
                              name_node, None, False, node))
+                def_patterns.append(pattern)
                 break
             if cap.startswith("reference."):
                 kind = cap[10:]
