@@ -117,6 +117,9 @@ class CodeIndex:
         self._built_once = False
         self.generation = 0  # bumped on every commit: caches keyed on it go stale
         self._names: tuple[int, _Names] | None = None
+        # data derived from the index by other modules (the repo map's graph), keyed by name,
+        # stored with the generation it was computed at
+        self.derived: dict[str, tuple[int, object]] = {}
         self.last_refresh: RefreshStats | None = None
         self._closed = False
 
@@ -236,7 +239,8 @@ class CodeIndex:
     def building(self) -> bool:
         return self._building
 
-    def _note(self) -> str | None:
+    def note(self) -> str | None:
+        """Why answers may be incomplete right now (None when they are not)."""
         parts = []
         if self._building:
             done, total = self._progress
@@ -249,15 +253,15 @@ class CodeIndex:
         return "; ".join(parts) or None
 
     def _answer(self, **kw) -> Answer:
-        return Answer(backend=BACKEND, note=self._note(), **kw)
+        return Answer(backend=BACKEND, note=self.note(), **kw)
 
     def _db(self) -> sqlite3.Connection:
         return self._store.reader()
 
-    def _abs(self, rel: str) -> Path:
+    def absolute(self, rel: str) -> Path:
         return self.root / rel
 
-    def _rel(self, path: Path | str) -> str | None:
+    def relative(self, path: Path | str) -> str | None:
         p = Path(path)
         if not p.is_absolute():
             p = self.root / p
@@ -300,14 +304,14 @@ class CodeIndex:
                     "SELECT f.path, s.line, s.character FROM symbols s JOIN files f "
                     "ON f.id = s.file_id WHERE s.name = ? ORDER BY f.path, s.line LIMIT ?",
                     (name, limit)):
-                spots.append((self._abs(path), line, char, line, char + len(name)))
+                spots.append((self.absolute(path), line, char, line, char + len(name)))
         room = limit - len(spots)
         if room > 0:
             for path, line, char in db.execute(
                     "SELECT f.path, r.line, r.character FROM refs r JOIN files f "
                     "ON f.id = r.file_id WHERE r.name = ? ORDER BY f.path, r.line, r.character "
                     "LIMIT ?", (name, room)):
-                spots.append((self._abs(path), line, char, line, char + len(name)))
+                spots.append((self.absolute(path), line, char, line, char + len(name)))
         spots.sort(key=lambda s: (str(s[0]), s[1], s[2]))
         return self._answer(locations=self._locations(spots), total=total,
                             truncated=total > len(spots))
@@ -323,7 +327,7 @@ class CodeIndex:
         lang = language_for(p)
         if lang is None:
             raise IntelError(f"no tree-sitter grammar reads {p.name}")
-        rel = self._rel(p)
+        rel = self.relative(p)
         if rel is not None:
             row = self._db().execute("SELECT id, mtime_ns, size, error FROM files WHERE path = ?",
                                      (rel,)).fetchone()
@@ -424,7 +428,7 @@ class CodeIndex:
 
     def _symbol(self, r: tuple) -> Symbol:
         name, kind, line, ch, end, cont, sig, path = r
-        return Symbol(name, kind, self._abs(path), line, ch, end, cont, sig)
+        return Symbol(name, kind, self.absolute(path), line, ch, end, cont, sig)
 
     def _locations(self, spots: list[tuple[Path, int, int, int, int]]) -> list[Location]:
         texts: dict[Path, list[str] | None] = {}
@@ -453,14 +457,15 @@ class CodeIndex:
 
     def graph_rows(self) -> tuple[list[tuple], list[tuple]]:
         """For the repository map: definitions (path, name, kind, line, signature, container)
-        and per-file reference counts (path, name, count)."""
+        and per-file reference counts (path, name, plain, count)."""
         self._ensure_started()
         db = self._db()
         defs = db.execute(
             "SELECT f.path, s.name, s.kind, s.line, s.signature, s.container FROM symbols s "
             "JOIN files f ON f.id = s.file_id").fetchall()
         refs = db.execute(
-            "SELECT f.path, n.name, n.count FROM file_names n JOIN files f ON f.id = n.file_id"
+            "SELECT f.path, n.name, n.plain, n.count FROM file_names n "
+            "JOIN files f ON f.id = n.file_id"
         ).fetchall()
         return defs, refs
 

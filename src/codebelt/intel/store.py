@@ -15,7 +15,7 @@ from typing import Iterable
 from .extract import FileFacts
 from .languages import IntelError
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 DB_NAME = "index.sqlite3"
 
 SCHEMA = """
@@ -42,8 +42,10 @@ CREATE TABLE refs (
 );
 CREATE INDEX refs_name ON refs(name);
 CREATE INDEX refs_file ON refs(file_id);
--- references counted per (file, name): the repository map's graph is built from this
-CREATE TABLE file_names (file_id INTEGER NOT NULL, name TEXT NOT NULL, count INTEGER NOT NULL);
+-- references counted per (file, name, plain): the repository map's graph is built from this.
+-- plain = 1 counts bare identifiers (which may be locals), 0 calls, types, imports, attributes
+CREATE TABLE file_names (file_id INTEGER NOT NULL, name TEXT NOT NULL, plain INTEGER NOT NULL,
+                         count INTEGER NOT NULL);
 CREATE INDEX file_names_file ON file_names(file_id);
 """
 
@@ -151,11 +153,12 @@ class Store:
         w.executemany("INSERT INTO symbols VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                       [(fid, *s) for s in facts.symbols])
         w.executemany("INSERT INTO refs VALUES (?, ?, ?, ?, ?)", [(fid, *r) for r in facts.refs])
-        counts: dict[str, int] = {}
-        for r in facts.refs:
-            counts[r[0]] = counts.get(r[0], 0) + 1
-        w.executemany("INSERT INTO file_names VALUES (?, ?, ?)",
-                      [(fid, n, c) for n, c in counts.items()])
+        counts: dict[tuple[str, int], int] = {}
+        for name, kind, _, _ in facts.refs:
+            key = (name, int(kind == "identifier"))
+            counts[key] = counts.get(key, 0) + 1
+        w.executemany("INSERT INTO file_names VALUES (?, ?, ?, ?)",
+                      [(fid, n, plain, c) for (n, plain), c in counts.items()])
 
     def commit(self) -> None:
         self.writer.commit()
