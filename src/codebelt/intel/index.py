@@ -195,7 +195,7 @@ class CodeIndex:
             if old is not None and (st.st_mtime_ns, st.st_size) == (old[1], old[2]):
                 stats.unchanged += 1
                 continue
-            jobs.append(Job(rel, str(path), lang, st.st_size))
+            jobs.append(Job(rel, str(path), lang, st.st_size, st.st_mtime_ns))
         gone = [known[rel][0] for rel in known.keys() - present]
         stats.removed = len(gone)
         if gone:

@@ -39,7 +39,8 @@ class Job:
     rel: str
     path: str  # absolute
     language: str
-    size: int = 0  # as listed: only used to size chunks
+    size: int = 0  # as listed: sizes chunks, and is recorded for a file that is skipped
+    mtime_ns: int = 0
 
 
 @dataclass
@@ -57,7 +58,8 @@ def parse_one(job: Job, max_bytes: int) -> Outcome:
     try:
         src = read_source(job.path, max_bytes)
     except SourceSkipped as e:
-        return Outcome(0, -1, None, str(e))
+        # recorded with the listed stat: not read again until it changes
+        return Outcome(job.mtime_ns, job.size, None, str(e))
     try:
         return Outcome(src.mtime_ns, src.size, extract(src.data, job.language), None)
     except Exception as e:  # a grammar or query bug must cost one file, not the index
@@ -92,7 +94,8 @@ class _Worker:
     def send(self, chunk: list[Job], max_bytes: int) -> None:
         self.chunk = chunk
         self.deadline = time.monotonic() + CHUNK_TIMEOUT
-        payload = marshal.dumps((max_bytes, [(j.path, j.language) for j in chunk]))
+        payload = marshal.dumps((max_bytes, [(j.path, j.language, j.size, j.mtime_ns)
+                                             for j in chunk]))
         write_frame(self.proc.stdin, payload)  # type: ignore[arg-type]
 
     def read(self) -> list | None:
@@ -175,7 +178,7 @@ class Parser:
             again: list[Job] = []
             self._run_chunks([[j] for j in lost], on_result, stop, again)
             for j in again:
-                on_result(j, Outcome(0, -1, None, CRASHED))
+                on_result(j, Outcome(j.mtime_ns, j.size, None, CRASHED))
 
     def _run_chunks(self, chunks: list[list[Job]], on_result: OnResult, stop: threading.Event,
                     lost: list[Job]) -> None:

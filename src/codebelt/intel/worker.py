@@ -50,8 +50,8 @@ def main() -> int:
             return 0
         max_bytes, jobs = marshal.loads(frame)
         out = []
-        for path, language in jobs:
-            o = parse_one(Job("", path, language), max_bytes)
+        for path, language, size, mtime_ns in jobs:
+            o = parse_one(Job("", path, language, size, mtime_ns), max_bytes)
             facts = o.facts
             out.append((o.mtime_ns, o.size, o.error,
                         facts.symbols if facts else None, facts.refs if facts else None,
