@@ -8,6 +8,7 @@ and forgets deleted ones. Every query is bounded by its `limit`.
 from __future__ import annotations
 
 import bisect
+import re
 import os
 import sqlite3
 import threading
@@ -30,6 +31,7 @@ COMMIT_EVERY = 0.5  # seconds between commits during a build: queries see progre
 KIND_ORDER = {"class": 0, "interface": 0, "struct": 0, "trait": 0, "enum": 1, "type": 1,
               "function": 2, "method": 2, "module": 3, "macro": 3, "constant": 4, "variable": 5,
               "field": 6}
+MAX_FUZZY = 64  # query characters used for the in-order (fuzzy) match
 IDENTIFIER_TYPES = frozenset({"name", "constant", "word", "variable_name", "command_name"})
 
 
@@ -195,7 +197,7 @@ class CodeIndex:
             if old is not None and (st.st_mtime_ns, st.st_size) == (old[1], old[2]):
                 stats.unchanged += 1
                 continue
-            jobs.append(Job(rel, str(path), lang, st.st_size, st.st_mtime_ns))
+            jobs.append(Job(rel, path, lang, st.st_size, st.st_mtime_ns))
         gone = [known[rel][0] for rel in known.keys() - present]
         stats.removed = len(gone)
         if gone:
@@ -511,16 +513,23 @@ def _tier(name: str, query: str, q: str) -> int:
 
 
 def _subsequence(names: _Names, q: str, skip: set[int], limit: int) -> list[int]:
-    """Names holding the query's characters in order (bounded scan)."""
+    """Names starting with the query's first character and holding the rest in order. Each
+    step is `[^\nX]*X`, which cannot match in more than one way, so a hostile query cannot make
+    the regex backtrack wildly; anchoring at line starts keeps the scan linear."""
+    q = q[:MAX_FUZZY]
+    pattern = "(?m)^" + re.escape(q[0]) + "".join(
+        f"[^\n{re.escape(c)}]*{re.escape(c)}" for c in q[1:])
     out: list[int] = []
-    for k, name in enumerate(names.names):
-        if k in skip:
+    starts = names.starts
+    seen = set(skip)
+    for m in re.finditer(pattern, names.blob):
+        k = bisect.bisect_right(starts, m.start()) - 1
+        if k in seen:
             continue
-        it = iter(name.lower())
-        if all(c in it for c in q):
-            out.append(k)
-            if len(out) >= limit:
-                break
+        seen.add(k)
+        out.append(k)
+        if len(out) >= limit:
+            break
     out.sort(key=lambda k: (len(names.names[k]), names.names[k]))
     return out
 

@@ -8,6 +8,7 @@ kept one per thread; `Language` and `Query` objects are immutable and shared.
 
 from __future__ import annotations
 
+import os
 import threading
 from functools import lru_cache
 from importlib import resources
@@ -55,8 +56,10 @@ LANGUAGES: tuple[str, ...] = tuple(sorted(set(EXTENSIONS.values()) | set(FILENAM
 
 def language_for(path: PurePath | str) -> str | None:
     """The language of a file judged by its name, or None when no grammar here reads it."""
-    p = PurePath(path)
-    return FILENAMES.get(p.name) or EXTENSIONS.get(p.suffix.lower())
+    # string slicing, not PurePath: this runs once per listed file
+    name = os.path.basename(os.fspath(path))
+    dot = name.rfind(".")
+    return FILENAMES.get(name) or (EXTENSIONS.get(name[dot:].lower()) if dot > 0 else None)
 
 
 def check_language(language: str) -> str:

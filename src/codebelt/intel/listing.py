@@ -16,7 +16,7 @@ LIST_TIMEOUT = 60.0
 
 @dataclass
 class Listing:
-    files: dict[str, tuple[Path, str]] = field(default_factory=dict)  # rel -> (abs, language)
+    files: dict[str, tuple[str, str]] = field(default_factory=dict)  # rel -> (abs, language)
     capped: bool = False  # more files were there than `max_files`
     errors: list[str] = field(default_factory=list)
 
@@ -24,6 +24,7 @@ class Listing:
 class _Accept:
     def __init__(self, root: Path, include: Callable[[Path], bool] | None, max_files: int):
         self.root = root
+        self.prefix = str(root).rstrip(os.sep) + os.sep
         self.include = include
         self.max_files = max_files
         self.listing = Listing()
@@ -37,8 +38,8 @@ class _Accept:
         lang = language_for(rel)
         if lang is None or rel in files:
             return True
-        path = self.root / rel
-        if self.include is not None and not self.include(path):
+        path = self.prefix + rel
+        if self.include is not None and not self.include(Path(path)):
             return True
         files[rel] = (path, lang)
         return True
