@@ -31,6 +31,7 @@ COMMIT_EVERY = 0.5  # seconds between commits during a build: queries see progre
 KIND_ORDER = {"class": 0, "interface": 0, "struct": 0, "trait": 0, "enum": 1, "type": 1,
               "function": 2, "method": 2, "module": 3, "macro": 3, "constant": 4, "variable": 5,
               "field": 6}
+MAX_TEXT_FILES = 200  # files read per answer to fill in Location.text
 MAX_FUZZY = 64  # query characters used for the in-order (fuzzy) match
 IDENTIFIER_TYPES = frozenset({"name", "constant", "word", "variable_name", "command_name"})
 
@@ -436,7 +437,9 @@ class CodeIndex:
         texts: dict[Path, list[str] | None] = {}
         out = []
         for path, line, ch, end_line, end_ch in spots:
-            if path not in texts:
+            if path not in texts and len(texts) >= MAX_TEXT_FILES:
+                texts[path] = None  # enough reading for one answer: the rest go without text
+            elif path not in texts:
                 try:
                     texts[path] = read_source(path, self.max_file_bytes).data.decode(
                         "utf-8", "replace").splitlines()
