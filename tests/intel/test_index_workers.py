@@ -16,9 +16,10 @@ class _DyingOnPoison(pool._Worker):
     grammar had crashed on it)."""
 
     def send(self, chunk, max_bytes):
-        super().send(chunk, max_bytes)
         if any(j.rel == "poison.py" for j in chunk):
+            # killed before it can answer, as a crash inside the grammar would leave it
             os.kill(self.proc.pid, signal.SIGKILL)
+        super().send(chunk, max_bytes)
 
 
 def test_a_dying_worker_costs_only_the_guilty_file(tmp_path: Path, monkeypatch):
