@@ -312,3 +312,23 @@ def test_a_file_that_breaks_the_parser_does_not_stop_the_index(project, make_ind
     assert stats.failed == 0
     assert ix.definitions("Fine").total == 1
     assert ix.definitions("Circle").total == 1
+
+
+def test_a_failed_background_build_is_reported_in_notes(project, make_index):
+    root = project("python")
+    calls = []
+
+    def listing():
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError("listing went wrong")
+        return [root / "shapes.py"]
+
+    ix = make_index(root, list_files=listing)
+    ix.start()
+    assert ix.wait(timeout=30)
+    ans = ix.definitions("Circle")
+    assert ans.total == 0 and ans.note and "listing went wrong" in ans.note
+    ix.refresh()  # the next refresh succeeds and clears the note
+    ans = ix.definitions("Circle")
+    assert ans.total == 1 and ans.note is None

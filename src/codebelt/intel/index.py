@@ -167,9 +167,13 @@ class CodeIndex:
             self._building = True
             try:
                 stats = self._refresh()
+            except BaseException:
+                self._store.rollback()  # the next refresh starts from the last commit
+                raise
             finally:
                 self._building = False
             self._built_once = True
+            self._build_error = None
             self.last_refresh = stats
             return stats
 

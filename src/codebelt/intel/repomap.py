@@ -26,12 +26,14 @@ from .languages import IntelError
 CHARS_PER_TOKEN = 4
 DAMPING = 0.85
 MAX_ITERATIONS = 50
-TOLERANCE = 1e-9
+TOLERANCE = 1e-6  # L1 change between iterations; ranks only need their order
 MAX_DEFINERS = 25  # a name defined in more files than this says nothing about who uses whom
 COMMON_PENALTY = 5  # above this many definers a name's edges are weakened
 MENTION_BOOST = 10.0
 MIN_PLAIN_NAME = 3
-UBIQUITY = 0.05  # share of files using a name above which its edges weaken
+NEIGHBOUR_BOOST = 3.0
+UBIQUITY = 0.05
+MAX_OUT_EDGES = 64  # strongest file-to-file edges kept per file for the power iteration  # share of files using a name above which its edges weaken
 PRIVATE_PENALTY = 0.1
 MAX_MENTIONS = 200
 MAX_PATHS = 1000
@@ -104,6 +106,11 @@ class _Graph:
             users[name] += 1
         ubiquitous = max(UBIQUITY * len(fidx), 1.0)
         edges: dict[tuple[int, int, str], float] = defaultdict(float)
+        files = self.files
+
+        def dirs(i: int) -> str:
+            return files[i].rpartition("/")[0]
+
         for rel, name, plain, count in ref_rows:
             if plain and len(name) < MIN_PLAIN_NAME:
                 continue  # i, x, db: locals far more often than uses of a definition
@@ -118,9 +125,12 @@ class _Graph:
                 w *= PRIVATE_PENALTY
             if users[name] > ubiquitous:
                 w *= ubiquitous / users[name]
+            src_dir = dirs(src)
             for dst in targets:
                 if dst != src:
-                    edges[(src, dst, name)] += w
+                    # of several files defining a name, the neighbour is the likelier meaning
+                    near = NEIGHBOUR_BOOST if len(targets) > 1 and dirs(dst) == src_dir else 1.0
+                    edges[(src, dst, name)] += w * near
         n = self.n = len(self.files)
         out_w = [0.0] * n
         for (a, _, _), w in edges.items():
@@ -133,11 +143,20 @@ class _Graph:
             srcs, wts = per_def.setdefault((b, name), ([], []))
             srcs.append(a)
             wts.append(wn)
+        # each file keeps its strongest edges (renormalised): the iteration's cost is then
+        # bounded by files x MAX_OUT_EDGES whatever the fan-out of common names
+        by_src: dict[int, list[tuple[float, int]]] = defaultdict(list)
+        for (a, b), wn in pair.items():
+            by_src[a].append((wn, b))
         self.in_srcs: list[list[int]] = [[] for _ in range(n)]
         self.in_wts: list[list[float]] = [[] for _ in range(n)]
-        for (a, b), wn in pair.items():
-            self.in_srcs[b].append(a)
-            self.in_wts[b].append(wn)
+        for a, outs in by_src.items():
+            if len(outs) > MAX_OUT_EDGES:
+                outs = sorted(outs, reverse=True)[:MAX_OUT_EDGES]
+            total = sum(wn for wn, _ in outs)
+            for wn, b in outs:
+                self.in_srcs[b].append(a)
+                self.in_wts[b].append(wn / total)
         self.in_get = [_getter(s) for s in self.in_srcs]
         self.dangling = [i for i in range(n) if out_w[i] == 0.0]
         self.def_in = [per_def.get((f, name)) for f, name, *_ in self.defs]

@@ -163,6 +163,12 @@ class Store:
     def commit(self) -> None:
         self.writer.commit()
 
+    def rollback(self) -> None:
+        try:
+            self.writer.rollback()
+        except sqlite3.Error:
+            pass
+
     def close(self) -> None:
         with self._readers_lock:
             readers, self._readers = self._readers, []
