@@ -185,6 +185,7 @@ class CodeIndex:
     def _refresh(self) -> RefreshStats:
         started = time.monotonic()
         stats = RefreshStats()
+        self._progress = (0, 0)
         listing = self._list()
         self._capped = stats.capped = listing.capped
         stats.listed = len(listing.files)
@@ -251,8 +252,9 @@ class CodeIndex:
         parts = []
         if self._building:
             done, total = self._progress
-            parts.append(f"the code index is still being built ({done} of {total} files parsed);"
-                         " answers may be incomplete")
+            where = f"{done} of {total} files parsed" if total else "listing files"
+            parts.append(f"the code index is still being built ({where}); answers may be "
+                         "incomplete")
         if self._capped:
             parts.append(f"only the first {self.max_files} source files are indexed")
         if self._build_error:
