@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from .extract import extract
-from .languages import IntelError, check_language, language_for, parser
+from .languages import IntelError, language_for, parser
 from .listing import Listing, list_from, list_with_ripgrep
 from .model import Answer, Location, Symbol
 from .pool import Job, Outcome, Parser

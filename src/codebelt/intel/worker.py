@@ -15,6 +15,7 @@ from typing import BinaryIO
 
 HEADER = struct.Struct(">I")
 MAX_REQUEST = 64 << 20
+MAX_MEMORY = 2 << 30  # address space: a file that makes a grammar balloon kills only this worker
 
 
 def read_frame(stream: BinaryIO, limit: int) -> bytes | None:
@@ -42,6 +43,12 @@ def main() -> int:
     try:
         os.nice(5)  # a background build yields to the commands the agent runs
     except OSError:
+        pass
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (MAX_MEMORY, MAX_MEMORY))
+    except (ImportError, OSError, ValueError):
         pass
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
