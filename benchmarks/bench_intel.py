@@ -1,0 +1,161 @@
+"""Code index benchmark on CPython's standard library.
+
+    .venv/bin/python benchmarks/bench_intel.py [--repeat R] [--workers N]
+
+Copies the interpreter's `Lib/` (without site-packages and __pycache__) to
+benchmarks/.corpus/intel/ once, then measures:
+
+- cold build: a fresh `CodeIndex.refresh()` into an empty cache, in a child interpreter so its
+  peak RSS (indexer process, and the largest parse worker) is its own;
+- re-index after touching one file (mtime bumped: one file re-parsed);
+- warm `workspace_symbols` and `definitions` p50 over a sample of names, next to
+  `rg -n "def NAME|class NAME"` over the same tree in the same run (what an agent without an
+  index would do);
+- `repo_map` with the default budget: first call (builds the graph) and warm p50.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CORPUS = HERE / ".corpus" / "intel"
+STDLIB = Path(sysconfig.get_path("stdlib"))
+
+from codebelt.intel.index import CodeIndex  # noqa: E402
+from codebelt.intel.repomap import repo_map  # noqa: E402
+from codebelt.search.ripgrep import locate  # noqa: E402
+
+RG = locate()
+
+
+def build_corpus() -> Path:
+    marker = CORPUS / ".built"
+    if marker.exists() and marker.read_text() == str(STDLIB):
+        return CORPUS
+    shutil.rmtree(CORPUS, ignore_errors=True)
+    shutil.copytree(STDLIB, CORPUS / "Lib", symlinks=True,
+                    ignore=shutil.ignore_patterns("site-packages", "__pycache__"))
+    marker.write_text(str(STDLIB))
+    return CORPUS
+
+
+def child_build(root: Path, cache: Path, workers: int | None) -> None:
+    """Runs in a fresh interpreter: one cold build, results as JSON on stdout."""
+    t = time.perf_counter()
+    with CodeIndex(root, cache, workers=workers) as ix:
+        stats = ix.refresh()
+    elapsed = time.perf_counter() - t
+    print(json.dumps({
+        "seconds": elapsed,
+        "files": stats.parsed,
+        "failed": stats.failed,
+        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "worker_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+    }))
+
+
+def p50(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def rg_defs(root: Path, name: str) -> int:
+    out = subprocess.run([RG, "-n", "--no-config", f"def {name}|class {name}", "."], cwd=root,
+                         capture_output=True, timeout=60, start_new_session=True)
+    return out.stdout.count(b"\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--child-build", nargs=2, metavar=("ROOT", "CACHE"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child_build:
+        child_build(Path(args.child_build[0]), Path(args.child_build[1]), args.workers)
+        return
+
+    root = build_corpus() / "Lib"
+    cache = Path(tempfile.mkdtemp(prefix="bench-intel-"))
+    rows: list[tuple[str, str, str]] = []
+    try:
+        argv = [sys.executable, __file__, "--child-build", str(root), str(cache)]
+        if args.workers is not None:
+            argv += ["--workers", str(args.workers)]
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=600,
+                             start_new_session=True)
+        if out.returncode != 0:
+            sys.exit(f"cold build failed:\n{out.stderr}")
+        cold = json.loads(out.stdout)
+        rows.append(("cold build", f"{cold['seconds']:.1f} s",
+                     f"{cold['files']} files, {cold['failed']} skipped/failed; goal <= 20 s"))
+        rows.append(("peak RSS", f"{cold['rss_mb']:.0f} MB",
+                     f"+ largest worker {cold['worker_rss_mb']:.0f} MB; goal <= 400 MB"))
+        db = cache / "index.sqlite3"
+        rows.append(("index size", f"{db.stat().st_size / 1e6:.0f} MB", str(db.name)))
+
+        with CodeIndex(root, cache, workers=args.workers) as ix:
+            ix.refresh()
+            target = root / "argparse.py"
+
+            def touch_and_refresh() -> None:
+                st = target.stat()
+                os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+                stats = ix.refresh()
+                assert stats.parsed == 1, stats
+
+            rows.append(("re-index, 1 file touched", f"{p50(touch_and_refresh, 5) * 1e3:.0f} ms",
+                         "goal <= 100 ms"))
+
+            rng = random.Random(7)
+            names = [r[0] for r in ix._db().execute(
+                "SELECT DISTINCT name FROM symbols WHERE kind IN ('class', 'function') "
+                "ORDER BY name").fetchall()]
+            sample = rng.sample(names, min(20, len(names)))
+            ix.workspace_symbols(sample[0])  # loads the name table
+            ws = statistics.median(p50(lambda n=n: ix.workspace_symbols(n), 3) for n in sample)
+            df = statistics.median(p50(lambda n=n: ix.definitions(n), 3) for n in sample)
+            rg = statistics.median(p50(lambda n=n: rg_defs(root, n), 1) for n in sample[:10])
+            rows.append(("workspace_symbols p50", f"{ws * 1e3:.1f} ms", "goal <= 20 ms"))
+            rows.append(("definitions p50", f"{df * 1e3:.1f} ms", "goal <= 20 ms"))
+            rows.append(('rg -n "def N|class N" p50', f"{rg * 1e3:.1f} ms", "same names, same run"))
+
+            t = time.perf_counter()
+            first = repo_map(ix)
+            rows.append(("repo_map first call", f"{(time.perf_counter() - t) * 1e3:.0f} ms",
+                         "builds the graph"))
+            warm = p50(lambda: repo_map(ix), max(3, args.repeat // 3))
+            rows.append(("repo_map warm p50", f"{warm * 1e3:.0f} ms",
+                         f"{first.tokens} tokens est., {len(first.symbols)} symbols; "
+                         "goal <= 1 s"))
+            focused = p50(lambda: repo_map(ix, paths=[root / "json" / "decoder.py"],
+                                           mentions=["JSONDecoder"]), 3)
+            rows.append(("repo_map focused p50", f"{focused * 1e3:.0f} ms", "paths + mentions"))
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+    w = max(len(r[0]) for r in rows)
+    print(f"corpus: {root} (cores: {len(os.sched_getaffinity(0))})")
+    for name, value, note in rows:
+        print(f"  {name:<{w}}  {value:>9}  {note}")
+
+
+if __name__ == "__main__":
+    main()

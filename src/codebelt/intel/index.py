@@ -1,0 +1,577 @@
+"""A persistent, incremental tree-sitter index of a workspace: definitions and references by name.
+
+The first query starts a background build; queries made meanwhile answer from what is indexed so
+far and say so in `Answer.note`. `refresh()` re-parses only files whose (mtime_ns, size) changed
+and forgets deleted ones. Every query is bounded by its `limit`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import os
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from .extract import extract
+from .languages import IntelError, language_for, parser
+from .listing import Listing, list_from, list_with_ripgrep
+from .model import Answer, Location, Symbol
+from .pool import Job, Outcome, Parser
+from .sources import SourceSkipped, read_source
+from .store import Store
+
+BACKEND = "tree-sitter"
+DEFAULT_MAX_FILES = 20_000
+COMMIT_EVERY = 0.5  # seconds between commits during a build: queries see progress this often
+KIND_ORDER = {"class": 0, "interface": 0, "struct": 0, "trait": 0, "enum": 1, "type": 1,
+              "function": 2, "method": 2, "module": 3, "macro": 3, "constant": 4, "variable": 5,
+              "field": 6}
+MAX_TEXT_FILES = 200  # files read per answer to fill in Location.text
+MAX_FUZZY = 64  # query characters used for the in-order (fuzzy) match
+IDENTIFIER_TYPES = frozenset({"name", "constant", "word", "variable_name", "command_name"})
+
+
+class PositionError(IntelError):
+    """A cursor position outside the file."""
+
+
+@dataclass
+class RefreshStats:
+    listed: int = 0
+    parsed: int = 0  # files (re)parsed this time
+    removed: int = 0
+    unchanged: int = 0
+    failed: int = 0  # parsed files recorded without symbols (binary, too large, parse error)
+    capped: bool = False
+    seconds: float = 0.0
+
+
+class _Names:
+    """All distinct symbol names of one index generation, for substring search in memory."""
+
+    def __init__(self, rows: list[tuple[str, int]]):
+        self.names = [n for n, _ in rows]
+        self.counts = [c for _, c in rows]
+        lowered = [n.lower() for n in self.names]
+        self.blob = "\n".join(lowered)
+        self.starts: list[int] = []
+        pos = 0
+        for n in lowered:
+            self.starts.append(pos)
+            pos += len(n) + 1
+
+    def matching(self, q: str) -> list[int]:
+        found, seen = [], set()
+        find, blob, starts = self.blob.find, self.blob, self.starts
+        i = find(q)
+        while i != -1:
+            k = bisect.bisect_right(starts, i) - 1
+            if k not in seen:
+                seen.add(k)
+                found.append(k)
+            # the query holds no newline, so the next hit is in a later name
+            i = find(q, starts[k + 1]) if k + 1 < len(starts) else -1
+        return found
+
+
+class CodeIndex:
+    def __init__(
+        self,
+        root: Path,
+        cache_dir: Path,
+        *,
+        list_files: Callable[[], Iterable[Path]] | None = None,
+        include: Callable[[Path], bool] | None = None,
+        max_file_bytes: int = 1_000_000,
+        max_files: int = DEFAULT_MAX_FILES,
+        workers: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        rg: str | None = None,
+    ):
+        try:
+            self.root = Path(root).resolve(strict=True)
+        except OSError as e:
+            raise IntelError(f"the workspace root {root} cannot be indexed: {e}") from e
+        if not self.root.is_dir():
+            raise IntelError(f"the workspace root {root} is not a directory")
+        if max_files < 1 or max_file_bytes < 1:
+            raise IntelError("max_files and max_file_bytes must be positive")
+        self.max_file_bytes = max_file_bytes
+        self.max_files = max_files
+        self.progress = progress
+        self._list_files = list_files
+        self._include = include
+        self._rg = rg
+        self._store = Store(Path(cache_dir), self.root)
+        self._parser = Parser(max_file_bytes, workers)
+        self._build_lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._building = False
+        self._progress = (0, 0)
+        self._capped = False
+        self._build_error: str | None = None
+        self._built_once = False
+        self.generation = 0  # bumped on every commit: caches keyed on it go stale
+        self._names: tuple[int, _Names] | None = None
+        # data derived from the index by other modules (the repo map's graph), keyed by name,
+        # stored with the generation it was computed at
+        self.derived: dict[str, tuple[int, object]] = {}
+        self.last_refresh: RefreshStats | None = None
+        self._closed = False
+
+    # -- building --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Build or refresh in a background thread (no-op while one is running)."""
+        self._check_open()
+        with self._state_lock:
+            if self._thread is not None and self._thread.is_alive():
+                return
+            self._building = True
+            self._thread = threading.Thread(target=self._background, name="codebelt-intel-index",
+                                            daemon=True)
+            self._thread.start()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """True once no build is running (False when `timeout` ran out first)."""
+        t = self._thread
+        if t is not None:
+            t.join(timeout)
+            return not t.is_alive()
+        return True
+
+    def _background(self) -> None:
+        try:
+            self.refresh()
+        except Exception as e:  # reported through notes: a background thread has no caller
+            self._build_error = f"{type(e).__name__}: {e}"
+        finally:
+            self._building = False
+
+    def _ensure_started(self) -> None:
+        self._check_open()
+        if not self._built_once and self._thread is None:
+            self.start()
+
+    def refresh(self) -> RefreshStats:
+        """Bring the index up to date with the files on disk; returns what it did."""
+        self._check_open()
+        with self._build_lock:
+            self._building = True
+            try:
+                stats = self._refresh()
+            except BaseException:
+                self._store.rollback()  # the next refresh starts from the last commit
+                raise
+            finally:
+                self._building = False
+            self._built_once = True
+            self._build_error = None
+            self.last_refresh = stats
+            return stats
+
+    def _list(self) -> Listing:
+        if self._list_files is not None:
+            return list_from(self.root, self._list_files(), self._include, self.max_files)
+        return list_with_ripgrep(self.root, self._include, self.max_files, self._rg)
+
+    def _refresh(self) -> RefreshStats:
+        started = time.monotonic()
+        stats = RefreshStats()
+        self._progress = (0, 0)
+        listing = self._list()
+        self._capped = stats.capped = listing.capped
+        stats.listed = len(listing.files)
+        store = self._store
+        known = store.known_files()
+        jobs: list[Job] = []
+        present: set[str] = set()
+        for rel, (path, lang) in listing.files.items():
+            try:
+                st = os.stat(path, follow_symlinks=False)
+            except OSError:
+                continue  # gone since the listing: dropped below
+            present.add(rel)
+            old = known.get(rel)
+            if old is not None and (st.st_mtime_ns, st.st_size) == (old[1], old[2]):
+                stats.unchanged += 1
+                continue
+            jobs.append(Job(rel, path, lang, st.st_size, st.st_mtime_ns))
+        gone = [known[rel][0] for rel in known.keys() - present]
+        stats.removed = len(gone)
+        if gone:
+            store.delete_files(gone)
+            self._commit()
+
+        total = len(jobs)
+        self._progress = (0, total)
+        done = 0
+        last_commit = time.monotonic()
+
+        def on_result(job: Job, out: Outcome) -> None:
+            nonlocal done, last_commit
+            old = known.get(job.rel)
+            store.put_file(job.rel, job.language, out.mtime_ns, out.size, out.facts, out.error,
+                           old[0] if old else None)
+            if out.error:
+                stats.failed += 1
+            done += 1
+            self._progress = (done, total)
+            now = time.monotonic()
+            if now - last_commit >= COMMIT_EVERY:
+                self._commit()
+                last_commit = now
+            if self.progress is not None:
+                self.progress(done, total)
+
+        self._parser.run(jobs, on_result, self._stop)
+        self._commit()
+        stats.parsed = done
+        stats.seconds = time.monotonic() - started
+        return stats
+
+    def _commit(self) -> None:
+        self._store.commit()
+        self.generation += 1
+
+    # -- state -------------------------------------------------------------------------------------
+
+    @property
+    def building(self) -> bool:
+        return self._building
+
+    def note(self) -> str | None:
+        """Why answers may be incomplete right now (None when they are not)."""
+        parts = []
+        if self._building:
+            done, total = self._progress
+            where = f"{done} of {total} files parsed" if total else "listing files"
+            parts.append(f"the code index is still being built ({where}); answers may be "
+                         "incomplete")
+        if self._capped:
+            parts.append(f"only the first {self.max_files} source files are indexed")
+        if self._build_error:
+            parts.append(f"the last index build failed: {self._build_error}")
+        return "; ".join(parts) or None
+
+    def _answer(self, **kw) -> Answer:
+        return Answer(backend=BACKEND, note=self.note(), **kw)
+
+    def _db(self) -> sqlite3.Connection:
+        return self._store.reader()
+
+    def absolute(self, rel: str) -> Path:
+        return self.root / rel
+
+    def relative(self, path: Path | str) -> str | None:
+        p = Path(path)
+        if not p.is_absolute():
+            p = self.root / p
+        try:
+            return p.relative_to(self.root).as_posix()
+        except ValueError:
+            try:
+                return p.resolve().relative_to(self.root).as_posix()
+            except (ValueError, OSError):
+                return None
+
+    # -- queries -----------------------------------------------------------------------------------
+
+    def definitions(self, name: str, *, limit: int = 50) -> Answer:
+        self._ensure_started()
+        limit = _check_limit(limit)
+        db = self._db()
+        total = db.execute("SELECT count(*) FROM symbols WHERE name = ?", (name,)).fetchone()[0]
+        rows = db.execute(
+            f"SELECT {_SYM_COLS} FROM symbols s JOIN files f ON f.id = s.file_id "
+            "WHERE s.name = ? ORDER BY f.path, s.line LIMIT ?", (name, limit)).fetchall()
+        symbols = [self._symbol(r) for r in rows]
+        locations = self._locations(
+            [(s.path, s.line, s.character, s.line, s.character + len(s.name)) for s in symbols])
+        return self._answer(symbols=symbols, locations=locations, total=total,
+                            truncated=total > len(symbols))
+
+    def references(self, name: str, *, limit: int = 100,
+                   include_definitions: bool = False) -> Answer:
+        """Where `name` is used. Definition sites are left out unless `include_definitions`."""
+        self._ensure_started()
+        limit = _check_limit(limit)
+        db = self._db()
+        total = db.execute("SELECT count(*) FROM refs WHERE name = ?", (name,)).fetchone()[0]
+        spots: list[tuple[Path, int, int, int, int]] = []
+        if include_definitions:
+            total += db.execute("SELECT count(*) FROM symbols WHERE name = ?",
+                                (name,)).fetchone()[0]
+            for path, line, char in db.execute(
+                    "SELECT f.path, s.line, s.character FROM symbols s JOIN files f "
+                    "ON f.id = s.file_id WHERE s.name = ? ORDER BY f.path, s.line LIMIT ?",
+                    (name, limit)):
+                spots.append((self.absolute(path), line, char, line, char + len(name)))
+        room = limit - len(spots)
+        if room > 0:
+            for path, line, char in db.execute(
+                    "SELECT f.path, r.line, r.character FROM refs r JOIN files f "
+                    "ON f.id = r.file_id WHERE r.name = ? ORDER BY f.path, r.line, r.character "
+                    "LIMIT ?", (name, room)):
+                spots.append((self.absolute(path), line, char, line, char + len(name)))
+        spots.sort(key=lambda s: (str(s[0]), s[1], s[2]))
+        return self._answer(locations=self._locations(spots), total=total,
+                            truncated=total > len(spots))
+
+    def document_symbols(self, path: Path | str, *, limit: int = 500) -> Answer:
+        """The symbols of one file, in source order: from the index when it is current there,
+        else parsed now."""
+        self._check_open()
+        limit = _check_limit(limit)
+        p = Path(path)
+        if not p.is_absolute():
+            p = self.root / p
+        lang = language_for(p)
+        if lang is None:
+            raise IntelError(f"no tree-sitter grammar reads {p.name}")
+        rel = self.relative(p)
+        if rel is not None:
+            row = self._db().execute("SELECT id, mtime_ns, size, error FROM files WHERE path = ?",
+                                     (rel,)).fetchone()
+            try:
+                st = os.stat(p, follow_symlinks=False)
+            except OSError as e:
+                raise IntelError(f"cannot read {p}: {e.strerror or e}") from e
+            if row is not None and (row[1], row[2]) == (st.st_mtime_ns, st.st_size) \
+                    and row[3] is None:
+                rows = self._db().execute(
+                    f"SELECT {_SYM_COLS} FROM symbols s JOIN files f ON f.id = s.file_id "
+                    "WHERE s.file_id = ? ORDER BY s.line, s.character", (row[0],)).fetchall()
+                syms = [self._symbol(r) for r in rows]
+                return self._answer(symbols=syms[:limit], total=len(syms),
+                                    truncated=len(syms) > limit)
+        facts = extract(self._read(p), lang)
+        syms = [Symbol(n, k, p, line, ch, end, cont, sig)
+                for n, k, line, ch, end, cont, sig in facts.symbols]
+        return Answer(backend=BACKEND, symbols=syms[:limit], total=len(syms),
+                      truncated=len(syms) > limit or facts.truncated)
+
+    def workspace_symbols(self, query: str, limit: int = 50) -> Answer:
+        """Symbols whose name contains `query` (case-insensitive), best first: exact name, then
+        prefix, then substring; shorter names and types before variables within a tier. With
+        fewer hits than `limit`, names holding the query's letters in order come last."""
+        self._ensure_started()
+        limit = _check_limit(limit)
+        q = query.strip().lower()
+        if not q:
+            raise IntelError("workspace_symbols needs a non-empty query")
+        if "\n" in q:
+            raise IntelError("the query must be one line")
+        names = self._name_table()
+        hits = names.matching(q)
+        ranked = sorted(hits, key=lambda k: (_tier(names.names[k], query, q),
+                                             len(names.names[k]), names.names[k]))
+        if sum(names.counts[k] for k in hits) < limit:
+            ranked += _subsequence(names, q, set(hits), limit)
+        total = sum(names.counts[k] for k in ranked)
+        chosen: list[str] = []
+        n = 0
+        for k in ranked:
+            if n >= limit:
+                break
+            chosen.append(names.names[k])
+            n += names.counts[k]
+        order = {name: i for i, name in enumerate(chosen)}
+        rows: list[tuple] = []
+        db = self._db()
+        for i in range(0, len(chosen), 500):
+            batch = chosen[i:i + 500]
+            rows += db.execute(
+                f"SELECT {_SYM_COLS} FROM symbols s JOIN files f ON f.id = s.file_id "
+                f"WHERE s.name IN ({','.join('?' * len(batch))})", batch).fetchall()
+        rows.sort(key=lambda r: (order.get(r[0], 1 << 30), KIND_ORDER.get(r[1], 9), r[7], r[2]))
+        syms = [self._symbol(r) for r in rows[:limit]]
+        return self._answer(symbols=syms, total=total, truncated=total > len(syms))
+
+    def identifier_at(self, path: Path | str, line: int, character: int | None = None) -> str | None:
+        """The identifier under a 1-based (line, character) cursor; with `character` None, the
+        first identifier on the line. None when the spot holds no identifier."""
+        self._check_open()
+        p = Path(path)
+        if not p.is_absolute():
+            p = self.root / p
+        lang = language_for(p)
+        if lang is None:
+            raise IntelError(f"no tree-sitter grammar reads {p.name}")
+        data = self._read(p)
+        lines = data.split(b"\n")
+        if data.endswith(b"\n"):
+            lines.pop()
+        if not isinstance(line, int) or line < 1 or line > len(lines):
+            raise PositionError(f"line {line} is outside {p.name} (1..{len(lines)})")
+        text = lines[line - 1].decode("utf-8", "replace").rstrip("\r")
+        tree = parser(lang).parse(data)
+        row = line - 1
+        if character is None:
+            start_col, end_col = 0, len(lines[line - 1])
+        else:
+            if not isinstance(character, int) or character < 1 or character > len(text) + 1:
+                raise PositionError(f"character {character} is outside line {line} "
+                                    f"(1..{len(text) + 1})")
+            start_col = len(text[:character - 1].encode("utf-8"))
+            end_col = start_col
+        node = tree.root_node.descendant_for_point_range((row, start_col), (row, end_col))
+        if character is not None:
+            return _identifier_text(node)
+        return _first_identifier(tree.root_node, row)
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _read(self, p: Path) -> bytes:
+        try:
+            return read_source(p, self.max_file_bytes).data
+        except SourceSkipped as e:
+            raise IntelError(f"cannot read {p}: {e}") from e
+
+    def _symbol(self, r: tuple) -> Symbol:
+        name, kind, line, ch, end, cont, sig, path = r
+        return Symbol(name, kind, self.absolute(path), line, ch, end, cont, sig)
+
+    def _locations(self, spots: list[tuple[Path, int, int, int, int]]) -> list[Location]:
+        texts: dict[Path, list[str] | None] = {}
+        out = []
+        for path, line, ch, end_line, end_ch in spots:
+            if path not in texts and len(texts) >= MAX_TEXT_FILES:
+                texts[path] = None  # enough reading for one answer: the rest go without text
+            elif path not in texts:
+                try:
+                    texts[path] = read_source(path, self.max_file_bytes).data.decode(
+                        "utf-8", "replace").splitlines()
+                except SourceSkipped:
+                    texts[path] = None
+            lines = texts[path]
+            text = lines[line - 1] if lines is not None and 0 < line <= len(lines) else ""
+            out.append(Location(path, line, ch, end_line, end_ch, text))
+        return out
+
+    def _name_table(self) -> _Names:
+        gen = self.generation
+        cached = self._names
+        if cached is not None and cached[0] == gen:
+            return cached[1]
+        rows = self._db().execute("SELECT name, count(*) FROM symbols GROUP BY name").fetchall()
+        names = _Names(rows)
+        self._names = (gen, names)
+        return names
+
+    def graph_rows(self) -> tuple[list[tuple], list[tuple]]:
+        """For the repository map: definitions (path, name, kind, line, signature, container)
+        and per-file reference counts (path, name, plain, count)."""
+        self._ensure_started()
+        db = self._db()
+        defs = db.execute(
+            "SELECT f.path, s.name, s.kind, s.line, s.signature, s.container FROM symbols s "
+            "JOIN files f ON f.id = s.file_id").fetchall()
+        refs = db.execute(
+            "SELECT f.path, n.name, n.plain, n.count FROM file_names n "
+            "JOIN files f ON f.id = n.file_id"
+        ).fetchall()
+        return defs, refs
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IntelError("the code index is closed")
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._stop.set()
+        t = self._thread
+        if t is not None:
+            t.join()
+        self._store.close()
+        self._closed = True
+
+    def __enter__(self) -> "CodeIndex":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+_SYM_COLS = ("s.name, s.kind, s.line, s.character, s.end_line, s.container, s.signature, f.path")
+
+
+def _check_limit(limit: int) -> int:
+    if not isinstance(limit, int) or limit < 1:
+        raise IntelError(f"limit must be a positive integer, not {limit!r}")
+    return min(limit, 10_000)
+
+
+def _tier(name: str, query: str, q: str) -> int:
+    if name == query:
+        return 0
+    low = name.lower()
+    if low == q:
+        return 1
+    if low.startswith(q):
+        return 2
+    return 3
+
+
+def _subsequence(names: _Names, q: str, skip: set[int], limit: int) -> list[int]:
+    """Names starting with the query's first character and holding the rest in order. Each
+    step is `[^\nX]*X`, which cannot match in more than one way, so a hostile query cannot make
+    the regex backtrack wildly; anchoring at line starts keeps the scan linear."""
+    q = q[:MAX_FUZZY]
+    pattern = "(?m)^" + re.escape(q[0]) + "".join(
+        f"[^\n{re.escape(c)}]*{re.escape(c)}" for c in q[1:])
+    out: list[int] = []
+    starts = names.starts
+    seen = set(skip)
+    for m in re.finditer(pattern, names.blob):
+        k = bisect.bisect_right(starts, m.start()) - 1
+        if k in seen:
+            continue
+        seen.add(k)
+        out.append(k)
+        if len(out) >= limit:
+            break
+    out.sort(key=lambda k: (len(names.names[k]), names.names[k]))
+    return out
+
+
+def _is_identifier(node) -> bool:
+    t = node.type
+    return node.child_count == 0 and node.is_named and ("identifier" in t or t in IDENTIFIER_TYPES)
+
+
+def _identifier_text(node) -> str | None:
+    # the cursor may sit on an identifier's leaf or on a wrapper node whose only child it is
+    for _ in range(4):
+        if node is None:
+            return None
+        if _is_identifier(node):
+            return node.text.decode("utf-8", "replace")
+        if node.named_child_count == 1 and node.child_count == 1:
+            node = node.named_children[0]
+            continue
+        return None
+    return None
+
+
+def _first_identifier(root, row: int) -> str | None:
+    # depth-first, pruning subtrees that do not touch the row
+    stack = [root]
+    visited = 0
+    while stack and visited < 100_000:
+        node = stack.pop()
+        visited += 1
+        if node.end_point[0] < row or node.start_point[0] > row:
+            continue
+        if _is_identifier(node) and node.start_point[0] == row:
+            return node.text.decode("utf-8", "replace")
+        stack.extend(reversed(node.children))
+    return None

@@ -1,0 +1,106 @@
+"""Which tree-sitter grammar reads which file, and the grammar, parser and tags query per
+language.
+
+Grammars come from `tree-sitter-language-pack` 0.13 (bundled in its wheel; 1.x fetches grammars
+at run time, which fails offline). A tree-sitter `Parser` is not thread-safe, so parsers are
+kept one per thread; `Language` and `Query` objects are immutable and shared.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path, PurePath
+
+from tree_sitter import Language, Parser, Query
+
+from ..errors import CodebeltError
+
+
+class IntelError(CodebeltError):
+    """Code intelligence could not answer: bad input, unknown language, unusable cache."""
+
+
+class UnknownLanguage(IntelError):
+    pass
+
+
+# extension (lower case, with the dot) -> language name in tree-sitter-language-pack
+EXTENSIONS: dict[str, str] = {
+    ".py": "python", ".pyi": "python", ".pyw": "python",
+    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
+    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript",
+    ".tsx": "tsx",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".c": "c", ".h": "c",
+    ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".c++": "cpp",
+    ".hh": "cpp", ".hpp": "cpp", ".hxx": "cpp", ".h++": "cpp", ".ipp": "cpp",
+    ".cs": "csharp",
+    ".rb": "ruby", ".rake": "ruby", ".gemspec": "ruby",
+    ".php": "php",
+    ".kt": "kotlin", ".kts": "kotlin",
+    ".swift": "swift",
+    ".sh": "bash", ".bash": "bash", ".zsh": "bash",
+}
+# whole file names that carry no telling extension
+FILENAMES: dict[str, str] = {
+    "Rakefile": "ruby", "Gemfile": "ruby", ".bashrc": "bash", ".bash_profile": "bash",
+    ".profile": "bash",
+}
+LANGUAGES: tuple[str, ...] = tuple(sorted(set(EXTENSIONS.values()) | set(FILENAMES.values())))
+
+
+def language_for(path: PurePath | str) -> str | None:
+    """The language of a file judged by its name, or None when no grammar here reads it."""
+    # string slicing, not PurePath: this runs once per listed file
+    name = os.path.basename(os.fspath(path))
+    dot = name.rfind(".")
+    return FILENAMES.get(name) or (EXTENSIONS.get(name[dot:].lower()) if dot > 0 else None)
+
+
+def check_language(language: str) -> str:
+    if language not in LANGUAGES:
+        raise UnknownLanguage(
+            f"no tree-sitter grammar for language {language!r}; known: {', '.join(LANGUAGES)}"
+        )
+    return language
+
+
+@lru_cache(maxsize=None)
+def grammar(language: str) -> Language:
+    from tree_sitter_language_pack import get_language
+
+    return get_language(check_language(language))  # type: ignore[arg-type]
+
+
+_local = threading.local()
+
+
+def parser(language: str) -> Parser:
+    """This thread's parser for `language` (created on first use)."""
+    cache: dict[str, Parser] | None = getattr(_local, "parsers", None)
+    if cache is None:
+        cache = _local.parsers = {}
+    p = cache.get(language)
+    if p is None:
+        p = cache[language] = Parser(grammar(language))
+    return p
+
+
+def query_source(language: str) -> str:
+    check_language(language)
+    return (resources.files(__package__) / "queries" / f"{language}.scm").read_text("utf-8")
+
+
+@lru_cache(maxsize=None)
+def tags_query(language: str) -> Query:
+    """The compiled tags query: `@definition.KIND` / `@reference.KIND` around a `@name`."""
+    return Query(grammar(language), query_source(language))
+
+
+def queries_dir() -> Path:
+    return Path(str(resources.files(__package__) / "queries"))

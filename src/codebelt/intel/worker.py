@@ -1,0 +1,70 @@
+"""A parse worker process: reads chunks of (path, language) jobs on stdin, answers with each
+file's facts on stdout. Started by `pool.Parser` as `python -P -m codebelt.intel.worker`.
+
+Frames both ways are a 4-byte big-endian length and a `marshal` payload (plain tuples, lists,
+strings and ints: no code, no pickle).
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import struct
+import sys
+from typing import BinaryIO
+
+HEADER = struct.Struct(">I")
+MAX_REQUEST = 64 << 20
+MAX_MEMORY = 2 << 30  # address space: a file that makes a grammar balloon kills only this worker
+
+
+def read_frame(stream: BinaryIO, limit: int) -> bytes | None:
+    head = stream.read(HEADER.size)
+    if len(head) < HEADER.size:
+        return None
+    (n,) = HEADER.unpack(head)
+    if n > limit:
+        raise ValueError(f"frame of {n} bytes exceeds {limit}")
+    data = stream.read(n)
+    if len(data) < n:
+        return None
+    return data
+
+
+def write_frame(stream: BinaryIO, payload: bytes) -> None:
+    stream.write(HEADER.pack(len(payload)))
+    stream.write(payload)
+    stream.flush()
+
+
+def main() -> int:
+    from .pool import Job, parse_one
+
+    try:
+        os.nice(5)  # a background build yields to the commands the agent runs
+    except OSError:
+        pass
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (MAX_MEMORY, MAX_MEMORY))
+    except (ImportError, OSError, ValueError):
+        pass
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        frame = read_frame(stdin, MAX_REQUEST)
+        if frame is None:
+            return 0
+        max_bytes, jobs = marshal.loads(frame)
+        out = []
+        for path, language, size, mtime_ns in jobs:
+            o = parse_one(Job("", path, language, size, mtime_ns), max_bytes)
+            facts = o.facts
+            out.append((o.mtime_ns, o.size, o.error,
+                        facts.symbols if facts else None, facts.refs if facts else None,
+                        bool(facts and facts.truncated)))
+        write_frame(stdout, marshal.dumps(out))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
