@@ -19,8 +19,12 @@
     │       └── PatchPathError    a path the patch may not touch
     ├── ShellError                a command could not be started
     ├── SandboxUnavailable        the settings require a sandbox that does not work here
-    └── RipgrepError              ripgrep could not run
-        └── RipgrepNotFound       no rg binary
+    ├── RipgrepError              ripgrep could not run
+    │   └── RipgrepNotFound       no rg binary
+    └── IntelError                code intelligence could not answer
+        ├── UnknownLanguage       no grammar or server for this file
+        ├── PositionError         a cursor position outside the file
+        └── IndexStoreError       the index cache cannot be used
 
 The message of each is what the model (or the user) reads: it says what happened and what to do
 next. Engines raise these; only a genuine bug surfaces as anything else. OS-level failures keep
@@ -145,3 +149,19 @@ class RipgrepError(CodebeltError):
 
 class RipgrepNotFound(RipgrepError):
     """No rg binary was found."""
+
+
+class IntelError(CodebeltError):
+    """Code intelligence could not answer: bad input, unknown language, unusable cache."""
+
+
+class UnknownLanguage(IntelError):
+    """No grammar (or language server) for this file."""
+
+
+class PositionError(IntelError):
+    """A cursor position outside the file."""
+
+
+class IndexStoreError(IntelError):
+    """The index cache cannot be used."""

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from codebelt.errors import CodebeltError
-from codebelt.intel.index import CodeIndex, PositionError
-from codebelt.intel.languages import IntelError, UnknownLanguage, check_language
+from codebelt.errors import CodebeltError, IntelError, PositionError, UnknownLanguage
+from codebelt.intel.index import CodeIndex
+from codebelt.intel.languages import check_language
 
 
 def _git_init(root: Path) -> None:

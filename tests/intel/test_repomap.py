@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from codebelt.intel.languages import IntelError
+from codebelt.errors import IntelError
 from codebelt.intel.repomap import repo_map
 
 from .conftest import FIXTURES

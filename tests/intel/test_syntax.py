@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from codebelt.intel.languages import IntelError, UnknownLanguage
-from codebelt.intel.syntax import syntax_errors, introduced
+from codebelt.errors import IntelError, UnknownLanguage
+from codebelt.intel.syntax import introduced, syntax_errors
 
 CASES = [
     # (language, source, [(line, character, message)])

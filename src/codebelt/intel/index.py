@@ -8,8 +8,8 @@ and forgets deleted ones. Every query is bounded by its `limit`.
 from __future__ import annotations
 
 import bisect
-import re
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
+from ..errors import IntelError, PositionError
 from .extract import extract
-from .languages import IntelError, language_for, parser
+from .languages import language_for, parser
 from .listing import Listing, list_from, list_with_ripgrep
 from .model import Answer, Location, Symbol
 from .pool import Job, Outcome, Parser
@@ -36,8 +37,6 @@ MAX_FUZZY = 64  # query characters used for the in-order (fuzzy) match
 IDENTIFIER_TYPES = frozenset({"name", "constant", "word", "variable_name", "command_name"})
 
 
-class PositionError(IntelError):
-    """A cursor position outside the file."""
 
 
 @dataclass
@@ -67,7 +66,7 @@ class _Names:
 
     def matching(self, q: str) -> list[int]:
         found, seen = [], set()
-        find, blob, starts = self.blob.find, self.blob, self.starts
+        find, starts = self.blob.find, self.starts
         i = find(q)
         while i != -1:
             k = bisect.bisect_right(starts, i) - 1

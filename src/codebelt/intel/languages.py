@@ -16,16 +16,7 @@ from pathlib import Path, PurePath
 
 from tree_sitter import Language, Parser, Query
 
-from ..errors import CodebeltError
-
-
-class IntelError(CodebeltError):
-    """Code intelligence could not answer: bad input, unknown language, unusable cache."""
-
-
-class UnknownLanguage(IntelError):
-    pass
-
+from ..errors import UnknownLanguage
 
 # extension (lower case, with the dot) -> language name in tree-sitter-language-pack
 EXTENSIONS: dict[str, str] = {

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from ..errors import IntelError
 from ..search import ripgrep
-from .languages import IntelError, language_for
+from .languages import language_for
 
 LIST_TIMEOUT = 60.0
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from .extract import FileFacts, extract
+from .frames import HEADER, write_frame
 from .sources import SourceSkipped, read_source
-from .worker import HEADER, write_frame
 
 CHUNK_FILES = 16  # files per request: amortises the round trip
 CHUNK_BYTES = 1 << 20  # source bytes per request: keeps one answer's size moderate

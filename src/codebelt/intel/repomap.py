@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from ..errors import IntelError
 from .index import CodeIndex
-from .languages import IntelError
 
 CHARS_PER_TOKEN = 4
 DAMPING = 0.85

@@ -12,8 +12,8 @@ import threading
 from pathlib import Path
 from typing import Iterable
 
+from ..errors import IndexStoreError
 from .extract import FileFacts
-from .languages import IntelError
 
 SCHEMA_VERSION = "4"
 DB_NAME = "index.sqlite3"
@@ -50,8 +50,6 @@ CREATE INDEX file_names_file ON file_names(file_id);
 """
 
 
-class IndexStoreError(IntelError):
-    pass
 
 
 def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from tree_sitter import Node
 
-from .languages import IntelError, check_language, language_for, parser
+from ..errors import IntelError
+from .languages import check_language, language_for, parser
 from .model import Diagnostic
 from .sources import SourceSkipped, read_source
 

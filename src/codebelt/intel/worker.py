@@ -9,32 +9,12 @@ from __future__ import annotations
 
 import marshal
 import os
-import struct
 import sys
-from typing import BinaryIO
 
-HEADER = struct.Struct(">I")
+from .frames import read_frame, write_frame
+
 MAX_REQUEST = 64 << 20
 MAX_MEMORY = 2 << 30  # address space: a file that makes a grammar balloon kills only this worker
-
-
-def read_frame(stream: BinaryIO, limit: int) -> bytes | None:
-    head = stream.read(HEADER.size)
-    if len(head) < HEADER.size:
-        return None
-    (n,) = HEADER.unpack(head)
-    if n > limit:
-        raise ValueError(f"frame of {n} bytes exceeds {limit}")
-    data = stream.read(n)
-    if len(data) < n:
-        return None
-    return data
-
-
-def write_frame(stream: BinaryIO, payload: bytes) -> None:
-    stream.write(HEADER.pack(len(payload)))
-    stream.write(payload)
-    stream.flush()
 
 
 def main() -> int:
