@@ -16,6 +16,7 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     state = tmp_path_factory.mktemp("state")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(state / "config"))
     monkeypatch.setenv("XDG_STATE_HOME", str(state / "state"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(state / "cache"))
     monkeypatch.delenv("CODEBELT_AUDIT_DB", raising=False)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ..errors import IntelError, PositionError
-from .extract import extract
+from .extract import FileFacts, extract
 from .languages import language_for, parser
 from .listing import Listing, list_from, list_with_ripgrep
 from .model import Answer, Location, Symbol
@@ -425,6 +425,19 @@ class CodeIndex:
         if character is not None:
             return _identifier_text(node)
         return _first_identifier(tree.root_node, row)
+
+    def file_facts(self, path: Path | str) -> FileFacts:
+        """One file's definitions and references, parsed now (bounded like indexing)."""
+        self._check_open()
+        p = Path(path) if Path(path).is_absolute() else self.root / path
+        lang = language_for(p)
+        if lang is None:
+            raise IntelError(f"no tree-sitter grammar reads {p.name}")
+        return extract(self._read(p), lang)
+
+    def locations(self, spots: list[tuple[Path, int, int, int, int]]) -> list[Location]:
+        """Locations with their source lines, for (path, line, char, end_line, end_char) spots."""
+        return self._locations(spots)
 
     # -- helpers ---------------------------------------------------------------------------------
 

@@ -132,6 +132,15 @@ class ReadSettings(Section):
     max_image_pixels: int = setting(1_150_000, "…and to at most this many pixels in all.", gt=0)
 
 
+class IntelSettings(Section):
+    diagnostics: bool = setting(True, "After Edit, MultiEdit, Write and ApplyPatch, report the problems the change introduced.")
+    diagnostics_wait_ms: int = setting(2_000, "How long a language server may take to report those problems.", ge=0, le=10_000)
+    max_files: int = setting(20_000, "Most files the code index reads (it says so when it stops there).", gt=0)
+    cache_dir: str | None = setting(
+        None, "Where code indexes are kept (default: $XDG_CACHE_HOME/codebelt/intel).", workspace=False
+    )
+
+
 class SettingsModel(Section):
     """A settings file, and the merged settings of a session."""
 
@@ -144,6 +153,7 @@ class SettingsModel(Section):
     grep: GrepSettings = setting(GrepSettings(), "Grep.")
     glob: GlobSettings = setting(GlobSettings(), "Glob.")
     read: ReadSettings = setting(ReadSettings(), "Read.")
+    intel: IntelSettings = setting(IntelSettings(), "Code intelligence: the LSP and RepoMap tools, diagnostics after edits.")
 
 
 # Values a workspace may not choose even where it may set the key.

@@ -10,6 +10,7 @@ from ..tool import Tool
 TOOL_MODULES = (
     "read", "write", "edit", "multi_edit", "glob", "grep",
     "bash", "bash_output", "kill_shell", "task_output", "task_stop", "apply_patch",
+    "lsp", "repo_map",
 )
 
 

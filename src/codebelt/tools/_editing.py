@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..errors import EditError, ToolError
 from ..files.editing import EditOutcome, EditSpec, apply_edits, snippet
 from ..tool import ToolContext, ToolResult
+from . import _diagnostics
 from ._services import file_states, line_indexes
 
 
@@ -31,12 +32,14 @@ def run_edits(file_path: str, specs: list[EditSpec], ctx: ToolContext) -> ToolRe
     """Edit and MultiEdit's run: apply the edits (all or nothing) and describe the result."""
     path = ctx.workspace.resolve(file_path)
     rel = ctx.workspace.relative(path)
+    checked = _diagnostics.before(ctx, path)
     try:
         outcome = apply_edits(path, specs, ctx.service(file_states), ctx.workspace.relative,
                               line_indexes=ctx.service(line_indexes))
     except EditError as e:
         raise ToolError(str(e)) from None
-    return ToolResult(describe_outcome(rel, outcome), data=outcome_data(rel, outcome))
+    result = ToolResult(describe_outcome(rel, outcome), data=outcome_data(rel, outcome))
+    return _diagnostics.attach(result, ctx, _diagnostics.after(ctx, checked))
 
 
 def outcome_data(rel: str, outcome: EditOutcome) -> dict:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import PathError, PatchError, PatchPathError
+from ..errors import PatchError, PatchPathError, PathError
 from ..permissions.requests import PathRequest
 from ..tool import ToolContext, ToolResult
 from ._services import file_states

@@ -3,8 +3,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+from pathlib import Path
+
 from ..files.lines import LineIndexCache
 from ..files.state import FileStates
+from ..intel.index import CodeIndex
 from ..sandbox import Sandbox, SandboxConfig
 from ..shell.execution.cwd import ShellCwd
 from ..shell.execution.runner import build_env
@@ -48,3 +53,26 @@ def task_manager(ctx: ToolContext) -> TaskManager:
         wrapper=wrapper,
         on_task_end=lambda task: ctx.emit("task_end", {"task": task}),
     )
+
+
+def intel_cache_dir(ctx: ToolContext) -> Path:
+    """One index per workspace root and set of Read deny rules (an index built without a deny
+    rule must not answer for a session that has it)."""
+    base = ctx.settings.intel.cache_dir
+    if base is None:
+        base = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "codebelt", "intel")
+    denies = sorted(r.text for r in ctx.settings.rules if r.behavior == "deny")
+    key = hashlib.sha256("\0".join([str(ctx.workspace.root), *denies]).encode()).hexdigest()[:16]
+    return Path(base).expanduser() / key
+
+
+def code_index(ctx: ToolContext) -> CodeIndex:
+    """The workspace's tree-sitter index, building in the background from first use."""
+    permissions = ctx.permissions
+    index = CodeIndex(
+        ctx.workspace.root, intel_cache_dir(ctx),
+        include=(lambda p: not permissions.is_read_denied(p)) if permissions.has_rules("deny") else None,
+        max_files=ctx.settings.intel.max_files,
+    )
+    index.start()
+    return index

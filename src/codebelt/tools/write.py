@@ -16,6 +16,7 @@ from ..files.atomic import AtomicWriteError, write_atomic
 from ..files.codec import SNIFF_BYTES, UTF8, BinaryFile, TextFormat, apply_eol, sniff
 from ..permissions.requests import PathRequest
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
+from . import _diagnostics
 from ._services import file_states
 
 DESCRIPTION = """Writes a file to the local filesystem.
@@ -92,6 +93,7 @@ class Write(Tool):
             if now is None or (now.st_mtime_ns, now.st_size) != (st.st_mtime_ns, st.st_size):
                 raise ToolError(states.check(path, now) if now else
                                 f"{rel} was deleted while writing; Read it again (or Write again to create it).")
+        checked = _diagnostics.before(ctx, path)
         try:
             write_atomic(path, data)
         except AtomicWriteError as e:
@@ -108,9 +110,9 @@ class Write(Tool):
         verb = "Updated" if st is not None else "Created"
         kept = f" (kept {fmt.describe()})" if st is not None and (fmt.bom or fmt.eol != "\n" or fmt.encoding != "utf-8") else ""
         text = f"{verb} {rel}: {lines} line{'s' if lines != 1 else ''}, {len(data)} bytes{kept}.{note}"
-        return ToolResult(
+        return _diagnostics.attach(ToolResult(
             text,
             data={"type": "update" if st is not None else "create", "filePath": rel, "lines": lines,
                   "bytes": len(data), "encoding": fmt.encoding, "bom": bool(fmt.bom),
                   "lineEnding": {"\n": "LF", "\r\n": "CRLF"}.get(fmt.eol, "mixed")},
-        )
+        ), ctx, _diagnostics.after(ctx, checked))

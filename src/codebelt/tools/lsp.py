@@ -1,0 +1,166 @@
+"""LSP: definitions, references, hover, symbols and call hierarchy — Claude Code's LSP tool.
+
+Answered by a language server when one runs for the file's language, else by the tree-sitter
+index (by name, for every language with a grammar); `data.backend` says which. Read-only, and
+governed by Read rules: files a Read deny rule covers never appear in an answer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from ..errors import ToolError
+from ..intel import navigate
+from ..intel.model import Answer
+from ..permissions.requests import PathRequest
+from ..tool import Tool, ToolContext, ToolInput, ToolResult
+from ._services import code_index
+
+DEFAULT_HEAD_LIMIT = 100
+MAX_HEAD_LIMIT = 1_000
+FIRST_BUILD_WAIT_S = 2.0  # a query on a fresh index waits this long at most, then answers with what is there
+MAX_LINE_CHARS = 300
+
+DESCRIPTION = """Interact with code intelligence (language servers where installed, else a tree-sitter index of the workspace) to navigate code.
+
+Supported operations:
+- goToDefinition: Find where a symbol is defined
+- findReferences: Find all references to a symbol
+- hover: Get the definition and signature of a symbol
+- documentSymbol: Get all symbols (functions, classes, variables) in a document
+- workspaceSymbol: Search for symbols across the workspace by name (give `query`)
+- goToImplementation: Find implementations of an interface or abstract method
+- prepareCallHierarchy: Get the function or method at a position
+- incomingCalls: Find all functions/methods that call the function at a position
+- outgoingCalls: Find all functions/methods called by the function at a position
+
+All operations except workspaceSymbol require filePath; position-based ones also need line (1-based, as editors show it). character (1-based) is optional: without it the first identifier on the line is used.
+Results are capped (head_limit, default 100; offset to page); the result says when there are more. data.backend says whether a language server ("lsp:<server>") or the tree-sitter index ("tree-sitter", by name, no type information) answered.
+Prefer this over Grep to find where something is defined or used."""
+
+
+class LSPInput(ToolInput):
+    operation: Literal[
+        "goToDefinition", "findReferences", "hover", "documentSymbol", "workspaceSymbol",
+        "goToImplementation", "prepareCallHierarchy", "incomingCalls", "outgoingCalls",
+    ] = Field(description="The LSP operation to perform")
+    filePath: str | None = Field(None, description="The absolute or relative path to the file")
+    line: int | None = Field(None, ge=1, description="The line number (1-based, as shown in editors)")
+    character: int | None = Field(None, ge=1, description="The character offset (1-based, as shown in editors)")
+    query: str | None = Field(None, description="workspaceSymbol: the (part of a) name to search for")
+    head_limit: int | None = Field(None, ge=0, description=f"Most entries to return (default {DEFAULT_HEAD_LIMIT}; 0 = up to {MAX_HEAD_LIMIT})")
+    offset: int | None = Field(None, ge=0, description="Skip this many entries first (for paging)")
+
+
+class LSP(Tool):
+    name = "LSP"
+    description = DESCRIPTION
+    Input = LSPInput
+    read_only = True
+    concurrency_safe = True
+    idempotent = True
+    permission_family = "read"
+    max_result_chars = None  # bounded by head_limit and MAX_LINE_CHARS
+    search_hint = "go to definition, find references, list symbols, call hierarchy"
+
+    def _path(self, params: LSPInput, ctx: ToolContext) -> Path | None:
+        return ctx.workspace.resolve(params.filePath) if params.filePath else None
+
+    def validate(self, params: LSPInput, ctx: ToolContext) -> None:
+        path = self._path(params, ctx)
+        if path is None:
+            if params.operation != "workspaceSymbol":
+                raise ToolError(f"{params.operation} needs filePath (and line, for position-based operations).")
+            if not params.query:
+                raise ToolError("workspaceSymbol needs query: the name, or part of it, to search for.")
+            return
+        if not path.exists():
+            raise ToolError(f"File does not exist: {params.filePath}.")
+        if not path.is_file():
+            raise ToolError(f"{params.filePath} is not a file; LSP operations work on one source file.")
+        if params.operation not in ("documentSymbol", "workspaceSymbol") and params.line is None:
+            raise ToolError(f"{params.operation} needs line (1-based) naming the symbol's position.")
+
+    def permission_requests(self, params: LSPInput, ctx: ToolContext) -> list[PathRequest]:
+        path = self._path(params, ctx)
+        return [PathRequest("read", path if path is not None else ctx.workspace.root)]
+
+    def run(self, params: LSPInput, ctx: ToolContext) -> ToolResult:
+        head = params.head_limit if params.head_limit is not None else DEFAULT_HEAD_LIMIT
+        head = MAX_HEAD_LIMIT if head == 0 else min(head, MAX_HEAD_LIMIT)
+        offset = params.offset or 0
+        index = ctx.service(code_index)
+        index.wait(FIRST_BUILD_WAIT_S)
+        path = self._path(params, ctx)
+        try:
+            answer = navigate.answer(index, params.operation, path, params.line, params.character,
+                                     params.query, limit=min(offset + head, MAX_HEAD_LIMIT * 2))
+        except ToolError:
+            raise
+        except Exception as e:
+            from ..errors import CodebeltError
+
+            if isinstance(e, CodebeltError):
+                raise ToolError(str(e)) from None
+            raise
+        return render(params.operation, _visible(answer, ctx), ctx, head, offset)
+
+
+def _visible(answer: Answer, ctx: ToolContext) -> Answer:
+    """Leave out what a Read deny rule covers (the index may be shared with other sessions)."""
+    if not ctx.permissions.has_rules("deny"):
+        return answer
+    hidden = ctx.permissions.is_read_denied
+    answer.locations = [loc for loc in answer.locations if not hidden(loc.path)]
+    answer.symbols = [s for s in answer.symbols if not hidden(s.path)]
+    return answer
+
+
+def _clip(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + "…"
+
+
+def render(operation: str, a: Answer, ctx: ToolContext, head: int, offset: int) -> ToolResult:
+    rel = ctx.workspace.relative
+    rows: list[str] = []
+    if a.symbols and operation not in ("findReferences",):
+        for s in a.symbols:
+            where = f"{rel(s.path)}:{s.line}:{s.character}"
+            inside = f" (in {s.container})" if s.container else ""
+            rows.append(f"{where}: {s.kind} {s.name}{inside}" + (f" — {_clip(s.signature)}" if s.signature else ""))
+    if operation in ("findReferences", "incomingCalls", "outgoingCalls") or not a.symbols:
+        for loc in a.locations:
+            rows.append(f"{rel(loc.path)}:{loc.line}:{loc.character}: {_clip(loc.text)}")
+    gathered = len(rows)
+    page = rows[offset:offset + head]
+    total = a.total if a.total is not None else gathered
+    more = max(total - offset - len(page), 0)
+    lines: list[str] = []
+    if operation == "hover" and a.hover:
+        lines.append(a.hover)
+    if page:
+        lines += page
+    elif not (operation == "hover" and a.hover):
+        lines.append("No results." if offset == 0 else f"No results at offset {offset} ({total} in all).")
+    if more:
+        lines.append(f"(showing {len(page)} of {'more than ' if a.truncated and total <= gathered else ''}{total}; "
+                     f"call again with offset={offset + len(page)} for more)")
+    if a.note:
+        lines.append(f"(note: {a.note})")
+    lines.append(f"(backend: {a.backend})")
+    data = {
+        "backend": a.backend,
+        "locations": [loc.to_dict(rel(loc.path)) for loc in a.locations][offset:offset + head],
+        "symbols": [{"name": s.name, "kind": s.kind, "line": s.line, "character": s.character,
+                     "end_line": s.end_line, "container": s.container, "path": rel(s.path)}
+                    for s in a.symbols][offset:offset + head],
+        "truncated": bool(more or a.truncated),
+        "total": total,
+    }
+    if a.hover:
+        data["hover"] = a.hover
+    return ToolResult("\n".join(lines), data=data)
