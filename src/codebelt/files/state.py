@@ -119,6 +119,33 @@ class FileStates:
                 return None
         return MODIFIED
 
+    # -- persistence (the CLI keeps a session across processes) ------------------------------
+    def snapshot(self) -> dict[str, dict]:
+        """Every record as plain JSON-able values, keyed by path."""
+        with self._lock:
+            items = list(self._states.items())
+        return {str(path): {"mtime_ns": s.mtime_ns, "size": s.size, "inode": s.inode, "sha256": s.sha256,
+                            "complete": s.complete,
+                            "fmt": None if s.fmt is None else {"encoding": s.fmt.encoding, "bom": s.fmt.bom.hex(),
+                                                               "eol": s.fmt.eol}}
+                for path, s in items}
+
+    def restore(self, data: dict) -> None:
+        """Records from `snapshot`; malformed entries are skipped (they only mean a new Read)."""
+        restored: dict[Path, FileState] = {}
+        for path, s in (data or {}).items():
+            try:
+                fmt = s.get("fmt")
+                restored[Path(path)] = FileState(
+                    int(s["mtime_ns"]), int(s["size"]), int(s["inode"]),
+                    str(s["sha256"]) if s.get("sha256") else None, bool(s["complete"]),
+                    None if fmt is None else TextFormat(str(fmt["encoding"]), bytes.fromhex(fmt["bom"]), str(fmt["eol"])),
+                )
+            except (KeyError, TypeError, ValueError, AttributeError):
+                continue
+        with self._lock:
+            self._states.update(restored)
+
     def close(self) -> None:
         with self._lock:
             self._states.clear()

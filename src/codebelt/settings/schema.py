@@ -87,6 +87,9 @@ class BashSettings(Section):
     default_timeout_ms: int = setting(120_000, "Timeout of a foreground command when the call gives none.", gt=0)
     max_timeout_ms: int = setting(600_000, "Largest timeout a call may ask for.", gt=0)
     background_timeout_ms: int = setting(0, "Timeout of a background command when the call gives none (0: none).", ge=0)
+    background_tasks: bool = setting(
+        True, "Whether commands may run in the background (off in `codebelt call`, whose process ends with the call)."
+    )
     auto_background: bool = setting(True, "Move a foreground command still running after autoBackgroundMs to the background.")
     auto_background_ms: int = setting(15_000, "How long a foreground command runs before it is moved to the background.", ge=0)
     kill_grace_ms: int = setting(2_000, "Between SIGTERM and SIGKILL when a command is stopped.", ge=0)

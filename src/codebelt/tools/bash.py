@@ -231,6 +231,13 @@ class Bash(Tool):
             ) from None
         if not command.strip():
             raise ToolError("The command is empty. Pass the shell command to run in `command`.")
+        if params.run_in_background and not ctx.settings.bash.background_tasks:
+            raise ToolError(
+                "Background commands are not available here: this process ends when the call returns, "
+                "and a background task would end with it (as in `codebelt call`). Run the command in the "
+                f"foreground (it runs to its timeout, at most {ctx.settings.bash.max_timeout_ms} ms), or use "
+                "the MCP server or the Python library for background work."
+            )
         self._timeout_ms(params, ctx)
 
     def _timeout_ms(self, params: BashInput, ctx: ToolContext) -> int:

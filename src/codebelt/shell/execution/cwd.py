@@ -57,6 +57,12 @@ class ShellCwd:
             self._cwd = path
             return None
 
+    def restore(self, path: str | None) -> None:
+        """Start from a directory kept from before (the CLI's persistent session): adopted only
+        if it still exists inside the workspace."""
+        if path:
+            self.learn(path)
+
     def reset(self) -> None:
         with self._lock:
             self._cwd = self._workspace.root

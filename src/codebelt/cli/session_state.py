@@ -1,0 +1,97 @@
+"""The CLI's persistent session: what `codebelt call` keeps between processes, so a Read in one
+call lets an Edit in the next one work, and a `cd` carries over — as in an agent's session.
+
+Kept per workspace root and session name in the user's state directory (0600 files in a 0700
+directory): the file read-state (what was read, when, its hash — stale-read checks still apply
+against the file as it is now) and the Bash working directory. Background tasks do not survive a
+process and are not kept.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from . import UsageError
+
+NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+MAX_BYTES = 16 << 20  # a state file past this is ignored (and rewritten) rather than loaded
+MAX_FILES = 10_000  # records kept per session: the most recent ones
+
+
+def state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return Path(base) / "codebelt" / "cli"
+
+
+class SessionState:
+    def __init__(self, root: Path, name: str):
+        if not NAME.match(name) or name.startswith("."):
+            raise UsageError(f"--session {name!r}: use 1-64 letters, digits, '.', '_' or '-'")
+        key = hashlib.sha256(str(Path(os.path.realpath(root))).encode()).hexdigest()[:16]
+        self.dir = state_dir() / key
+        self.path = self.dir / f"{name}.json"
+        self.name = name
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.dir / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            if self.path.stat().st_size > MAX_BYTES:
+                return {}
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def clear(self) -> None:
+        with self._locked():
+            self.path.unlink(missing_ok=True)
+
+    def load_into(self, session: Any) -> None:
+        from ..tools._services import file_states, shell_cwd
+
+        with self._locked():
+            data = self._read()
+        files = data.get("files")
+        if isinstance(files, dict):
+            session.service(file_states).restore(files)
+        cwd = data.get("cwd")
+        if isinstance(cwd, str):
+            session.service(shell_cwd).restore(cwd)
+
+    def save_from(self, session: Any) -> None:
+        from ..tools._services import file_states, shell_cwd
+
+        ours = session.service(file_states).snapshot()
+        cwd, _ = session.service(shell_cwd).current(consume=False)
+        with self._locked():
+            data = self._read()
+            files = data.get("files") if isinstance(data.get("files"), dict) else {}
+            files.update(ours)  # another process's records stay; ours are newer
+            if len(files) > MAX_FILES:
+                files = dict(sorted(files.items(), key=lambda kv: kv[1].get("mtime_ns", 0))[-MAX_FILES:])
+            out = {"root": str(session.workspace.root), "cwd": str(cwd), "files": files}
+            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".state-")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    json.dump(out, f)
+                os.replace(tmp, self.path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
