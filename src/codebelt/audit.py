@@ -28,15 +28,17 @@ CREATE TABLE IF NOT EXISTS calls (
     reason TEXT,
     duration_ms REAL NOT NULL,
     result_chars INTEGER NOT NULL,
-    is_error INTEGER NOT NULL
+    is_error INTEGER NOT NULL,
+    error TEXT
 );
 CREATE INDEX IF NOT EXISTS calls_ts ON calls(ts);
 CREATE INDEX IF NOT EXISTS calls_tool ON calls(tool);
 """
 COLUMNS = (
     "id", "ts", "session_id", "workspace", "tool", "input", "decision", "decided_by", "reason",
-    "duration_ms", "result_chars", "is_error",
+    "duration_ms", "result_chars", "is_error", "error",
 )
+MAX_ERROR_CHARS = 1_000
 MAX_VALUE_CHARS = 500
 MAX_INPUT_CHARS = 4_000
 
@@ -82,6 +84,9 @@ def connect(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.executescript(SCHEMA)
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(calls)")}
+    if "error" not in columns:  # a log written by an older codebelt
+        conn.execute("ALTER TABLE calls ADD COLUMN error TEXT")
     return conn
 
 
@@ -111,6 +116,7 @@ class AuditLog:
         duration_ms: float,
         result_chars: int,
         is_error: bool,
+        error: str | None = None,
     ) -> None:
         # Keep the caller's cost tiny: summarise here (needs the live object), insert later.
         try:
@@ -126,6 +132,7 @@ class AuditLog:
                 round(duration_ms, 3),
                 result_chars,
                 int(is_error),
+                error[:MAX_ERROR_CHARS] if error else None,
             )
             self._queue.put(row)
         except Exception as e:  # noqa: BLE001
@@ -152,8 +159,8 @@ class AuditLog:
                     with conn:
                         conn.executemany(
                             "INSERT INTO calls (ts, session_id, workspace, tool, input, decision,"
-                            " decided_by, reason, duration_ms, result_chars, is_error)"
-                            " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                            " decided_by, reason, duration_ms, result_chars, is_error, error)"
+                            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                             rows,
                         )
                 except Exception as e:  # noqa: BLE001 — the audit never fails a call

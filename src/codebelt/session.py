@@ -469,6 +469,7 @@ class Session:
             duration_ms=(time.perf_counter() - started) * 1000,
             result_chars=len(result.text),
             is_error=result.is_error,
+            error=result.text if result.is_error else None,
         )
 
     # -- lifetime ----------------------------------------------------------------------------

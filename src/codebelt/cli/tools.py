@@ -29,7 +29,9 @@ def run(args: argparse.Namespace) -> int:
             for spec in session.tool_specs():
                 flags = [f for f in ("read_only", "concurrency_safe") if spec[f]]
                 first = spec["description"].strip().splitlines()[0] if spec["description"] else ""
-                params = ", ".join(spec["input_schema"].get("properties", {}))
+                schema = spec["input_schema"]
+                required = set(schema.get("required", []))
+                params = ", ".join(p if p in required else f"{p}?" for p in schema.get("properties", {}))
                 sys.stdout.write(f"{spec['name']}({params})  [{', '.join(flags) or 'writes'}]\n    {first}\n")
             return 0
     json.dump(out, sys.stdout, indent=2, ensure_ascii=False)

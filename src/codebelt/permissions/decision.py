@@ -51,7 +51,8 @@ class Decision:
     def answered(self, approved: bool) -> "Decision":
         if approved:
             return replace(self, behavior="allow", reason=f"{self.reason}; approved by the user", decided_by="user")
-        return replace(self, behavior="deny", reason=f"{self.reason}; declined by the user", decided_by="user")
+        # The message says "declined by the user" around the reason: not twice.
+        return replace(self, behavior="deny", decided_by="user")
 
     def message(self, tool: str) -> str:
         """The error text the model reads when the call is not allowed."""

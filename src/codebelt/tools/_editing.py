@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import BaseModel, Field
+
 from ..errors import EditError, ToolError
 from ..files.editing import EditOutcome, EditSpec, apply_edits, snippet
 from ..tool import ToolContext, ToolResult
@@ -40,6 +42,17 @@ def run_edits(file_path: str, specs: list[EditSpec], ctx: ToolContext) -> ToolRe
         raise ToolError(str(e)) from None
     result = ToolResult(describe_outcome(rel, outcome), data=outcome_data(rel, outcome))
     return _diagnostics.attach(result, ctx, _diagnostics.after(ctx, checked))
+
+
+class EditOutput(BaseModel):
+    filePath: str
+    created: bool = Field(description="The file did not exist (an empty old_string created it)")
+    replacements: list[int] = Field(description="Replacements made by each edit")
+    matchedBy: list[str] = Field(description="How each old_string was found: exact, or the normalisation used")
+    bytes: int
+    encoding: str
+    lineEnding: str = Field(description="LF | CRLF | mixed")
+    diagnostics: list[dict] | None = Field(None, description="Problems the change introduced")
 
 
 def outcome_data(rel: str, outcome: EditOutcome) -> dict:

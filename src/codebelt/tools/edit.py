@@ -7,7 +7,7 @@ from pydantic import Field
 from ..files.editing import EditSpec
 from ..permissions.requests import PathRequest
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
-from ._editing import run_edits
+from ._editing import EditOutput, run_edits
 
 DESCRIPTION = """Performs exact string replacements in files.
 
@@ -34,6 +34,7 @@ class Edit(Tool):
     permission_family = "edit"
     description = DESCRIPTION
     Input = EditInput
+    Output = EditOutput
     destructive = True
     max_result_chars = None  # a short snippet
     search_hint = "modify a file by replacing exact text"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from ..errors import ToolError
 from ..intel import navigate
@@ -55,10 +55,20 @@ class LSPInput(ToolInput):
     offset: int | None = Field(None, ge=0, description="Skip this many entries first (for paging)")
 
 
+class LSPOutput(BaseModel):
+    backend: str = Field(description='"lsp:<server>" or "tree-sitter"')
+    locations: list[dict] = Field(description="path, line, character, end_line, end_character, text (1-based)")
+    symbols: list[dict] = Field(description="name, kind, line, character, end_line, container, path")
+    truncated: bool
+    total: int | None
+    hover: str | None = None
+
+
 class LSP(Tool):
     name = "LSP"
     description = DESCRIPTION
     Input = LSPInput
+    Output = LSPOutput
     read_only = True
     concurrency_safe = True
     idempotent = True

@@ -7,7 +7,7 @@ from pydantic import Field
 from ..files.editing import EditSpec
 from ..permissions.requests import PathRequest
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
-from ._editing import run_edits
+from ._editing import EditOutput, run_edits
 
 DESCRIPTION = """This is a tool for making multiple edits to a single file in one operation. It is built on top of the Edit tool and allows you to perform multiple find-and-replace operations efficiently. Prefer this tool over the Edit tool when you need to make multiple edits to the same file.
 
@@ -67,6 +67,7 @@ class MultiEdit(Tool):
     permission_family = "edit"
     description = DESCRIPTION
     Input = MultiEditInput
+    Output = EditOutput
     destructive = True
     max_result_chars = None  # a short snippet
     search_hint = "several exact-text replacements in one file, all or nothing"

@@ -6,7 +6,7 @@ import os
 import stat as stat_mod
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from ..files.codec import SNIFF_BYTES, BinaryFile, sniff
 from ..files.lines import read_page, read_page_text
@@ -57,11 +57,17 @@ class ReadInput(ToolInput):
     )
 
 
+class ReadOutput(BaseModel):
+    type: str = Field(description="text | image | pdf | notebook")
+    file: dict = Field(description="What was read: filePath, and for text numLines, startLine, totalLines, "
+                       "truncated, nextOffset, encoding, lineEnding; for images and PDFs their size and pages")
+
 class Read(Tool):
     name = "Read"
     permission_family = "read"
     description = DESCRIPTION
     Input = ReadInput
+    Output = ReadOutput
     read_only = True
     concurrency_safe = True
     idempotent = True

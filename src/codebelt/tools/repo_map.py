@@ -4,7 +4,7 @@ identifiers (Aider's idea)."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from ..errors import CodebeltError, ToolError
 from ..intel.repomap import repo_map
@@ -29,10 +29,19 @@ class RepoMapInput(ToolInput):
     max_tokens: int | None = Field(None, ge=64, le=MAX_TOKENS, description=f"Token budget (default {DEFAULT_TOKENS})")
 
 
+class RepoMapOutput(BaseModel):
+    tokens: int = Field(description="Estimated tokens of the map")
+    files: list[str]
+    symbols: list[dict] = Field(description="name, kind, path, line of each definition shown, best first")
+    candidates: int = Field(description="Definitions that could have been shown")
+    note: str | None = None
+
+
 class RepoMap(Tool):
     name = "RepoMap"
     description = DESCRIPTION
     Input = RepoMapInput
+    Output = RepoMapOutput
     read_only = True
     concurrency_safe = True
     idempotent = True

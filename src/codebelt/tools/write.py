@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import stat as stat_mod
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from ..files.atomic import AtomicWriteError, write_atomic
 from ..files.codec import SNIFF_BYTES, UTF8, BinaryFile, TextFormat, apply_eol, sniff
@@ -36,11 +36,22 @@ class WriteInput(ToolInput):
     content: str = Field(description="The content to write to the file")
 
 
+class WriteOutput(BaseModel):
+    type: str = Field(description="create | update")
+    filePath: str
+    lines: int
+    bytes: int
+    encoding: str
+    bom: bool
+    lineEnding: str = Field(description="LF | CRLF | mixed")
+    diagnostics: list[dict] | None = Field(None, description="Problems the change introduced")
+
 class Write(Tool):
     name = "Write"
     permission_family = "edit"
     description = DESCRIPTION
     Input = WriteInput
+    Output = WriteOutput
     destructive = True
     idempotent = True
     max_result_chars = None  # a one-line confirmation
