@@ -11,6 +11,7 @@ from ..permissions.requests import PathRequest
 from ..search.collect import display
 from ..search.glob import GLOB_META, glob_files, split_absolute
 from ..search.grep import rg_message
+from ..search.ignored import Gate
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
 from . import _search as common
 
@@ -19,7 +20,7 @@ TRUNCATED = "(Results are truncated. Consider using a more specific path or patt
 DESCRIPTION = """- Fast file pattern matching tool that works with any codebase size
 - Supports glob patterns like "**/*.js" or "src/**/*.ts"
 - Returns matching file paths sorted by modification time (newest first), at most 100
-- Respects .gitignore; includes hidden files; never lists VCS directories (.git etc.)
+- Leaves out files that .gitignore / .ignore rules ignore, whatever the pattern (pass include_ignored: true to list them too, e.g. build output); includes hidden files; never lists VCS directories (.git etc.)
 - Use this tool when you need to find files by name patterns
 - You can call multiple tools in a single response. It is always better to speculatively perform multiple searches in parallel if they are potentially useful.
 """
@@ -34,6 +35,9 @@ class GlobInput(ToolInput):
         'or "null" - simply omit it for the default behavior. Must be a valid directory path if '
         'provided.',
     )
+    include_ignored: bool | None = Field(
+        None, description="Also list files that .gitignore / .ignore rules ignore (default false)"
+    )
 
 
 class GlobOutput(BaseModel):
@@ -41,6 +45,13 @@ class GlobOutput(BaseModel):
     numFiles: int = Field(description="Total number of files found")
     filenames: list[str] = Field(description="Array of file paths that match the pattern")
     truncated: bool = Field(description="Whether results were truncated (limited to 100 files)")
+    ignoredLeftOut: int | None = Field(None, description="Matching files left out because ignore rules ignore them")
+
+
+def ignored_note(count: int, more: bool, what: str) -> str:
+    n = f"{'more than ' if more else ''}{count:,}"
+    return (f"({n} matching {what}{'s' if count != 1 or more else ''} left out because .gitignore / .ignore "
+            "rules ignore them; pass include_ignored: true to include them.)")
 
 
 def _split_relative(pattern: str) -> tuple[str | None, str]:
@@ -106,16 +117,22 @@ class Glob(Tool):
         started = time.perf_counter()
         directory, pattern = self._plan(params, ctx)
         limit = ctx.settings.glob.max_results
+        include_ignored = params.include_ignored if params.include_ignored is not None else ctx.settings.glob.include_ignored
+        hidden, excludes, rg = ctx.settings.glob.include_hidden, common.extra_excludes(ctx, "glob"), common.rg_binary(ctx)
+        timeout = common.timeout_seconds(ctx, "glob")
+        gate = None if include_ignored else Gate(str(directory), hidden=hidden, extra_excludes=excludes, rg=rg,
+                                                 timeout=timeout, cancel_event=ctx.cancel_event,
+                                                 visible=common.visibility(ctx))
         outcome = glob_files(
             pattern,
             str(directory),
             limit=limit,
-            hidden=ctx.settings.glob.include_hidden,
-            include_ignored=ctx.settings.glob.include_ignored,
-            extra_excludes=common.extra_excludes(ctx, "glob"),
-            visible=common.visibility(ctx),
-            rg=common.rg_binary(ctx),
-            timeout=common.timeout_seconds(ctx, "glob"),
+            hidden=hidden,
+            include_ignored=include_ignored,
+            extra_excludes=excludes,
+            visible=gate if gate is not None else common.visibility(ctx),
+            rg=rg,
+            timeout=timeout,
             cancel_event=ctx.cancel_event,
         )
         ctx.check_cancelled()
@@ -145,11 +162,19 @@ class Glob(Tool):
             )
         if truncated:
             text += "\n" + TRUNCATED
+        left_out = None
+        if gate is not None and not filenames and not outcome.timed_out:  # not a bare "No files found"
+            count, more = gate.left_out(pattern, hidden=hidden, extra_excludes=excludes, rg=rg,
+                                        cancel_event=ctx.cancel_event)
+            if count:
+                left_out = count
+                text += "\n" + ignored_note(count, more, "file")
         data = GlobOutput(
             durationMs=int((time.perf_counter() - started) * 1000),
             numFiles=len(filenames),
             filenames=filenames,
             truncated=truncated,
+            ignoredLeftOut=left_out,
         )
         return ToolResult(text=text, data=data.model_dump())
 

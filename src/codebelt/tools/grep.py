@@ -10,9 +10,11 @@ from pydantic import BaseModel, Field
 
 from ..permissions.requests import PathRequest
 from ..search.collect import Line, display
+from ..search.ignored import Gate
 from ..search.grep import GrepOutcome, GrepQuery, grep, is_regex_error, rg_message
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
 from . import _search as common
+from .glob import ignored_note
 
 MAX_RESULT_CHARS = 20_000
 
@@ -24,7 +26,7 @@ Usage:
 - Filter files with glob parameter (e.g., "*.js", "**/*.tsx") or type parameter (e.g., "js", "py", "rust")
 - Output modes: "content" shows matching lines (path:line:text, with -A/-B/-C context), "files_with_matches" shows only file paths, newest first (default), "count" shows match counts per file
 - Results are paged: head_limit entries (default 250; 0 = unlimited) starting at offset. When more remain, the result says which offset to continue from.
-- Respects .gitignore; includes hidden files; skips binary files and VCS directories (.git etc.)
+- Leaves out files that .gitignore / .ignore rules ignore, also when a glob names them (include_ignored: true searches them too); includes hidden files; skips binary files and VCS directories (.git etc.)
 - Pattern syntax: Uses ripgrep (not grep) - literal braces need escaping (use `interface\\{\\}` to find `interface{}` in Go code)
 - Multiline matching: By default patterns match within single lines only. For cross-line patterns like `struct \\{[\\s\\S]*?field`, use `multiline: true`
 """
@@ -90,6 +92,9 @@ class GrepInput(ToolInput):
     fixed_strings: bool | None = Field(
         None,
         description="Treat pattern as a literal string, not a regex (rg -F). Use it when the text contains regex characters like ( [ { . * + ?. Default: false.",
+    )
+    include_ignored: bool | None = Field(
+        None, description="Also search files that .gitignore / .ignore rules ignore (default false)"
     )
 
 
@@ -173,23 +178,33 @@ class Grep(Tool):
             max_chars=max_chars,
             max_columns=ctx.settings.grep.max_columns,
             hidden=ctx.settings.grep.include_hidden,
-            include_ignored=ctx.settings.grep.include_ignored,
+            include_ignored=params.include_ignored if params.include_ignored is not None else ctx.settings.grep.include_ignored,
             extra_excludes=common.extra_excludes(ctx, "grep"),
         )
         if target.is_dir():
             cwd, rg_target = target, "."
         else:
             cwd, rg_target = target.parent, "./" + target.name
+        rg, timeout = common.rg_binary(ctx), common.timeout_seconds(ctx, "grep")
+        # A glob overrides ripgrep's ignore rules: the gate keeps the one rule (ignored files stay out).
+        gate = None
+        if q.glob and not q.include_ignored and target.is_dir():
+            gate = Gate(str(cwd), hidden=q.hidden, extra_excludes=q.extra_excludes, rg=rg, timeout=timeout,
+                        cancel_event=ctx.cancel_event, visible=common.visibility(ctx))
         outcome = grep(
             q,
             str(cwd),
             rg_target,
-            visible=common.visibility(ctx),
-            rg=common.rg_binary(ctx),
-            timeout=common.timeout_seconds(ctx, "grep"),
+            visible=gate if gate is not None else common.visibility(ctx),
+            rg=rg,
+            timeout=timeout,
             cancel_event=ctx.cancel_event,
         )
         ctx.check_cancelled()
+        if gate is not None:
+            outcome.hidden = gate.denied
+            if gate.ignored and not (outcome.files or outcome.counts or outcome.lines):
+                outcome.notes.append(ignored_note(gate.ignored, False, "file").strip("()"))
         return _Formatter(q, outcome, common.display_prefix(ctx, cwd), params, started,
                           ctx.workspace.relative(target)).result()
 
