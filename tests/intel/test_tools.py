@@ -126,3 +126,12 @@ def test_the_tools_are_read_only_and_listed(session, proj):
     specs = {t["name"]: t for t in session().tool_specs()}
     for name in ("LSP", "RepoMap"):
         assert specs[name]["read_only"] and specs[name]["concurrency_safe"]
+
+
+def test_diagnostics_after_apply_patch(proj, session):
+    s = session()
+    patch = ("*** Begin Patch\n*** Update File: m.py\n@@\n def helper(x):\n-    return x * 2\n+    return (x * 2\n"
+             "*** Add File: ok.py\n+x = 1\n*** End Patch\n")
+    r = s.call("ApplyPatch", {"input": patch})
+    assert not r.is_error and "This change introduced problems" in r.text
+    assert [d["path"] for d in r.data["diagnostics"]] == ["m.py"]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import codebelt.patch.apply as apply_mod
+import codebelt.patch.commit as commit_mod
 from codebelt.files.atomic import AtomicWriteError
 from codebelt.patch import PatchError, PatchParseError, affected_paths, apply_patch, parse_patch
 from codebelt.patch.seek import LineIndex, seek
@@ -32,7 +33,7 @@ def test_a_write_failing_midway_restores_everything(tmp_path: Path, monkeypatch,
     (tmp_path / "gone.txt").write_text("gone\n")
     os.chmod(tmp_path / "gone.txt", 0o640)
     before = snapshot(tmp_path)
-    real = apply_mod.write_atomic
+    real = commit_mod.write_atomic
     calls = {"n": 0}
 
     def flaky(path, data, **kw):
@@ -44,9 +45,9 @@ def test_a_write_failing_midway_restores_everything(tmp_path: Path, monkeypatch,
     def failing_unlink(path, *a, **kw):
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(apply_mod, "write_atomic", flaky)
+    monkeypatch.setattr(commit_mod, "write_atomic", flaky)
     if fail_on == 0:
-        monkeypatch.setattr(apply_mod.os, "unlink", failing_unlink)
+        monkeypatch.setattr(os, "unlink", failing_unlink)
     patch = P("*** Update File: a.txt\n@@\n-a\n+A\n*** Delete File: gone.txt\n"
               "*** Add File: new/deep/c.txt\n+c\n*** Update File: b.txt\n*** Move to: moved/b.txt\n@@\n-b\n+B\n")
     with pytest.raises(PatchError) as info:

@@ -5,7 +5,15 @@
     print(changes.summary())
 """
 
-from .apply import Changes, FileChange, affected_paths, apply_patch, plan_patch, relative_display, workspace_resolver
+from .apply import (
+    Changes,
+    FileChange,
+    affected_paths,
+    apply_patch,
+    plan_patch,
+    relative_display,
+    workspace_resolver,
+)
 from .errors import PatchApplyError, PatchError, PatchParseError, PatchPathError
 from .parser import Patch, parse_patch
 

@@ -52,6 +52,20 @@ def after(ctx: ToolContext, b: Before | None) -> list[Diagnostic]:
         return []
 
 
+def between(ctx: ToolContext, path: Path, old: bytes | None, new: bytes) -> list[Diagnostic]:
+    """What a change from `old` (None: a new file) to `new` introduced, when both are known."""
+    if not ctx.settings.intel.diagnostics or len(new) > MAX_BYTES or (old and len(old) > MAX_BYTES):
+        return []
+    language = language_for(path)
+    if language is None:
+        return []
+    try:
+        before = syntax_errors(old, language, path=path) if old else []
+        return introduced(before, syntax_errors(new, language, path=path))
+    except CodebeltError:
+        return []
+
+
 def attach(result: ToolResult, ctx: ToolContext, found: list[Diagnostic]) -> ToolResult:
     if not found:
         return result

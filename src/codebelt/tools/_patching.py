@@ -6,26 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import PatchError, PatchPathError, PathError
+from ..errors import PatchError, PathError
 from ..permissions.requests import PathRequest
 from ..tool import ToolContext, ToolResult
+from . import _diagnostics
 from ._services import file_states
-
-
-def _resolver(base: Path, ctx: ToolContext):
-    ws = ctx.workspace
-
-    def resolve(text: str) -> Path:
-        try:
-            path = ws.resolve(text, base=base)
-        except PathError as e:
-            raise PatchPathError(str(e)) from None
-        if not ws.is_inside(path):
-            raise PatchPathError(
-                f"{text} is outside the workspace ({ws.root}); a patch may only change files inside it")
-        return path
-
-    return resolve
 
 
 def patch_requests(patch: str, base: Path, ctx: ToolContext) -> list[PathRequest]:
@@ -53,9 +38,10 @@ def run_patch(patch: str, base: Path, ctx: ToolContext) -> ToolResult:
     """Apply the patch with paths taken from `base`. Never raises for a bad patch: the error is
     an is_error result that says what to fix."""
     from ..patch.apply import commit, plan_patch
+    from ..patch.paths import workspace_resolver
 
     try:
-        plan = plan_patch(patch, _resolver(base, ctx), ctx.workspace.relative)
+        plan = plan_patch(patch, workspace_resolver(ctx.workspace, base), ctx.workspace.relative)
         ctx.check_cancelled()  # the last moment to stop: nothing is written yet
         writes = plan.writes()
         commit(plan)
@@ -71,4 +57,7 @@ def run_patch(patch: str, base: Path, ctx: ToolContext) -> ToolResult:
     except OSError:
         pass  # the files are written; a stale state only means a later Edit asks for a Read
     changes = plan.changes
-    return ToolResult(text=changes.summary(), data=changes.to_data())
+    result = ToolResult(text=changes.summary(), data=changes.to_data())
+    found = [d for path, new, orig, _mode in writes if new is not None
+             for d in _diagnostics.between(ctx, path, orig, new)]
+    return _diagnostics.attach(result, ctx, found)
