@@ -69,7 +69,7 @@ def bash_call_handling(root: Path, n: int = 200) -> float:
             p.patch_invocation
             p.script.may_change_cwd
 
-        lines = [c for c in TYPICAL if "xargs" not in c]  # the concurrency check of an xargs line scans / for links
+        lines = TYPICAL
         for c in lines:
             steps(c)
         return statistics.median(statistics.median(timed(lambda: steps(c), n)) for c in lines)

@@ -20,7 +20,7 @@ from . import danger as _danger
 from .parse import Script, SimpleCommand, parse, word_value
 from .readonly import classify_argv, command_name, dangerous_env, parse_git, unwrap
 
-MAX_COMMAND_CHARS = 10_000  # longer commands always ask (SPEC §5)
+MAX_COMMAND_CHARS = 10_000  # longer commands always ask: too long to review
 _MAX_PARSE_CHARS = 200_000  # beyond this we do not even parse; only text patterns are checked
 # Redirect targets that are not files.
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/1", "/dev/fd/2"})
@@ -91,7 +91,8 @@ def analyze(command: str | Script, cwd: Path | None, workspace) -> Analysis:
     """
     script = command if isinstance(command, Script) else None
     command = script.text if script is not None else command
-    if workspace is None:
+    judge_paths = workspace is not None
+    if workspace is None:  # e.g. the concurrency check: commands only, no scans of the disk
         from ...workspace import Workspace
 
         workspace = Workspace(Path("/"))
@@ -109,7 +110,7 @@ def analyze(command: str | Script, cwd: Path | None, workspace) -> Analysis:
         reason = f"complex command: {script.complex}"
         return Analysis(command, script.complex, [], False, reason, too_long, found, inner)
     walker = _Walker(Path(cwd), workspace)
-    walker.skip_reads = too_long
+    walker.skip_reads = too_long or not judge_paths
     verdicts = walker.run(script)
     complex_reason = None
     for v in verdicts:
@@ -363,6 +364,8 @@ class _Walker:
         for f in filters:
             if not _line_filter(f):
                 return why
+        if self.skip_reads:
+            return None  # paths are not judged (no workspace, or the command asks anyway)
         # names may come from anywhere in the workspace (`find ..`, `git ls-files` from the top)
         links: list[tuple[Path, Path]] = []
         for root in self.ws.roots:

@@ -1,4 +1,4 @@
-"""Dangerous commands (SPEC §5), matched on parsed argv — never on raw strings.
+"""Dangerous commands, matched on parsed argv — never on raw strings.
 
 `dangerous(...)` returns a reason or None; dangerous commands are denied even when a rule would
 allow them, unless an allow rule names them explicitly. `ask_reason(...)` flags commands that
