@@ -32,11 +32,14 @@ class Workspace:
     def roots(self) -> list[Path]:
         return [self.root, *self.additional_dirs]
 
-    def resolve(self, path: str | os.PathLike[str], base: Path | None = None) -> Path:
+    def resolve(self, path: str | os.PathLike[str], base: Path | None = None,
+                dir_cache: dict[Path, Path] | None = None) -> Path:
         """Absolute, fully resolved path (symlinks followed as far as they exist).
 
         Relative paths are taken from `base` (default: the root). `~` is expanded.
         UNC paths are refused outright: they can make the OS reach out to a network host.
+        `dir_cache` (the caller's, for many paths in few directories) remembers resolved parent
+        directories, so only the last component is looked at again.
         """
         text = os.fspath(path)
         if "\x00" in text:
@@ -50,7 +53,13 @@ class Workspace:
         p = Path(text)
         if not p.is_absolute():
             p = (base or self.root) / p
-        return Path(os.path.realpath(p))
+        if dir_cache is None or p.name in ("", ".", ".."):
+            return Path(os.path.realpath(p))
+        parent = dir_cache.get(p.parent)
+        if parent is None:
+            parent = dir_cache[p.parent] = Path(os.path.realpath(p.parent))
+        candidate = parent / p.name
+        return Path(os.path.realpath(candidate)) if os.path.islink(candidate) else candidate
 
     def root_of(self, resolved: Path) -> Path | None:
         for r in self.roots:

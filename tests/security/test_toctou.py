@@ -69,7 +69,7 @@ def test_swap_just_before_the_write_is_refused(scene, make_session, monkeypatch,
     """The last gap: after the tool resolved its path, right before write_atomic/unlink."""
     swap, outside_state = scene
     import codebelt.files.editing as editing
-    import codebelt.patch.apply as patch_apply
+    import codebelt.patch.commit as patch_apply
     import codebelt.tools.write as write_tool
 
     real = write_atomic

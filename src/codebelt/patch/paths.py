@@ -20,12 +20,13 @@ def workspace_resolver(root: Path | Workspace, base: Path | None = None, roots: 
     Absolute paths are fine when they land inside."""
     ws = root if isinstance(root, Workspace) else Workspace(Path(root), [Path(r) for r in (roots or [])])
     start = Path(os.path.realpath(base)) if base is not None else ws.root
+    dirs: dict[Path, Path] = {}  # patches name many files in few directories
 
     def resolve(text: str) -> Path:
         if not text or not text.strip():
             raise PatchPathError("a path in the patch is empty")
         try:
-            resolved = ws.resolve(text, base=start)
+            resolved = ws.resolve(text, base=start, dir_cache=dirs)
         except PathError as e:
             raise PatchPathError(str(e)) from None
         if not ws.is_inside(resolved):
