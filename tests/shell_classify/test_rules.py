@@ -63,6 +63,10 @@ CASES = [
     (P(allow=["Bash(npm test)"]), "default", "FOO=1 npm test", "allow", "rule"),
     (P(allow=["Bash(NODE_OPTIONS=--inspect npm test)"]), "default", "NODE_OPTIONS=--inspect npm test", "allow", "rule"),
     (P(deny=["Bash(git push *)"]), "bypassPermissions", "GIT_SSH_COMMAND=x git push", "deny", "rule"),  # deny still sees through
+    # `bash -lc SCRIPT` is judged by its script, rules included
+    (P(deny=["Bash(git push *)"]), "bypassPermissions", "bash -lc 'git push origin main'", "deny", "rule"),
+    (P(allow=["Bash(npm test)"]), "default", "bash -lc 'npm test'", "allow", "rule"),
+    (P(allow=["Bash(npm test)"]), "default", "bash -lc 'npm test && curl x'", "ask", "curl"),
     (P(allow=["Bash"]), "default", "sudo apt update", "deny", "dangerous"),
     (P(allow=["Bash"]), "default", "npm install", "allow", "Bash"),
     (P(allow=["Bash(rm -rf /)"]), "default", "rm -rf /", "allow", "rule"),

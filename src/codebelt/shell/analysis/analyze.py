@@ -82,7 +82,29 @@ class Analysis:
     inner_commands: list[str] = field(default_factory=list)
 
 
-def analyze(command: str | Script, cwd: Path | None, workspace) -> Analysis:
+# `bash -lc SCRIPT` as models trained on Codex send it: judged by SCRIPT. Only these exact flag
+# forms, nothing after the script (that would set $0 …), no assignments or redirections around
+# it, and one level deep.
+_SHELLS = {"bash": "bash", "sh": "sh", "zsh": "zsh"}
+_SHELL_FLAGS = (("-c",), ("-lc",), ("-cl",), ("-l", "-c"))
+_ZSH_UNSAFE = re.compile(r"[*?\[\]()=~^#<>{}$`!]")  # zsh expands these differently (glob qualifiers run code)
+
+
+def _shell_c(script: Script) -> tuple[str, str] | None:
+    """(shell, inner script) when the whole command is one `bash -lc SCRIPT`-style call."""
+    if script.complex or len(script.commands) != 1:
+        return None
+    c = script.commands[0]
+    if c.assignments or c.redirects or c.op not in ("", ";") or len(c.argv) < 3:
+        return None
+    shell = _SHELLS.get(os.path.basename(c.argv[0])) if c.argv[0] in ("bash", "sh", "zsh") or c.argv[0] in (
+        "/bin/bash", "/usr/bin/bash", "/bin/sh", "/usr/bin/sh", "/bin/zsh", "/usr/bin/zsh") else None
+    if shell is None or tuple(c.argv[1:-1]) not in _SHELL_FLAGS or 1 in c.globs or len(c.argv) - 1 in c.globs:
+        return None
+    return shell, c.argv[-1]
+
+
+def analyze(command: str | Script, cwd: Path | None, workspace, _nested: bool = False) -> Analysis:
     """Facts about `command` (text, or the `Script` it was already parsed into) run from `cwd`
     in `workspace`.
 
@@ -104,6 +126,21 @@ def analyze(command: str | Script, cwd: Path | None, workspace) -> Analysis:
         return Analysis(command, reason, [], False, reason, True, _danger.text_danger(command))
     if script is None:
         script = parse(command)
+    wrapped = None if _nested else _shell_c(script)
+    if wrapped is not None:
+        shell, inner_text = wrapped
+        inner = analyze(inner_text, cwd, workspace if judge_paths else None, _nested=True)
+        inner.command = command
+        inner.too_long = inner.too_long or too_long
+        if shell == "zsh" and inner.read_only and _ZSH_UNSAFE.search(inner_text):
+            inner.read_only = False
+            inner.reason = "`zsh -c`: the script has characters zsh expands differently from bash (globs, `=`, `~`, qualifiers)"
+            for v in inner.commands:
+                v.read_only = v.argv_read_only = False
+                v.reason = inner.reason
+        elif inner.read_only:
+            inner.reason = f"{inner.reason} (inside `{shell} -c`)"
+        return inner
     if script.complex:
         inner: list[str] = []
         found = _complex_danger(script, Path(cwd), workspace, inner)
