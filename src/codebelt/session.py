@@ -422,6 +422,8 @@ class Session:
         requests = tool.permission_requests(params, ctx)
         decision = self.engine.decide(tool.name, requests)
         if decision.behavior == "ask":
+            if self.approver is not None:  # someone would be asked: not about a call that cannot work
+                tool.precheck(params, ctx)
             decision = self._ask(tool, params, raw, decision)
             if decision.behavior == "allow" and tool.permission_requests(params, ctx) != requests:
                 # A symlink or directory was swapped while the user decided: what was approved

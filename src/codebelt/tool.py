@@ -183,6 +183,11 @@ class Tool:
     def validate(self, params: Any, ctx: ToolContext) -> None:
         """Checks that need the session (path exists, …); raise ToolError to refuse."""
 
+    def precheck(self, params: Any, ctx: ToolContext) -> None:
+        """Checks that can fail without side effects (unread or stale file, no match …), run
+        when the call would ask someone, before they are asked: nobody approves a call that
+        cannot work. Raise ToolError to refuse."""
+
     def permission_requests(self, params: Any, ctx: ToolContext) -> list["Request"]:
         """What this call would touch, for the permission engine. No requests = allowed."""
         return []

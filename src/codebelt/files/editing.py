@@ -102,6 +102,33 @@ def load_for_edit(
     return st, data, fmt
 
 
+PRECHECK_BYTES = 8 * 1024 * 1024  # larger files are checked for state only; matching waits for the edit
+
+
+def check_edits(path: Path, edits: list[EditSpec], states: FileStates, show: Callable[[Path], str]) -> None:
+    """Raise the EditError `apply_edits` would raise for a missing, unread or stale file or an
+    old_string that does not match — without writing — so nobody is asked to approve an edit
+    that cannot work. Files over PRECHECK_BYTES are not matched here (the edit itself does)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        st = None
+    if st is not None and stat_mod.S_ISREG(st.st_mode) and st.st_size > PRECHECK_BYTES:
+        if not (st.st_size == 0 and edits[0].old_string == ""):
+            problem = states.check(path, st)
+            if problem:
+                raise EditError(problem)
+        return
+    st, raw, fmt = load_for_edit(path, edits[0].old_string, states, show)
+    if _exact_on_bytes(raw, fmt, edits) is not None:
+        return
+    try:
+        text = fmt.decode(raw)
+    except UnicodeDecodeError:
+        return  # apply_edits says so, with the same words
+    _apply_on_text(text, fmt, edits)
+
+
 def apply_edits(
     path: Path,
     edits: list[EditSpec],

@@ -30,6 +30,19 @@ def describe_outcome(rel: str, outcome: EditOutcome) -> str:
     )
 
 
+def check_edits(file_path: str, specs: list[EditSpec], ctx: ToolContext) -> None:
+    """Everything that can fail without side effects, before the permission decision."""
+    from ..files.editing import check_edits as check
+
+    path = ctx.workspace.resolve(file_path)
+    if not ctx.workspace.is_inside(path):
+        return  # the permission decision speaks first: writing outside is refused as such
+    try:
+        check(path, specs, ctx.service(file_states), ctx.workspace.relative)
+    except EditError as e:
+        raise ToolError(str(e)) from None
+
+
 def run_edits(file_path: str, specs: list[EditSpec], ctx: ToolContext) -> ToolResult:
     """Edit and MultiEdit's run: apply the edits (all or nothing) and describe the result."""
     path = ctx.workspace.resolve(file_path)

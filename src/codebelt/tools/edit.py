@@ -7,7 +7,7 @@ from pydantic import Field
 from ..files.editing import EditSpec
 from ..permissions.requests import PathRequest
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
-from ._editing import EditOutput, run_edits
+from ._editing import EditOutput, check_edits, run_edits
 
 DESCRIPTION = """Performs exact string replacements in files.
 
@@ -45,6 +45,9 @@ class Edit(Tool):
                 "No changes to make: old_string and new_string are exactly the same. "
                 "Give the text as it should be in new_string."
             )
+
+    def precheck(self, params, ctx: ToolContext) -> None:
+        check_edits(params.file_path, [EditSpec(params.old_string, params.new_string, params.replace_all)], ctx)
 
     def permission_requests(self, params: EditInput, ctx: ToolContext) -> list[PathRequest]:
         return [PathRequest("write", ctx.workspace.resolve(params.file_path))]

@@ -7,7 +7,7 @@ from pydantic import Field
 from ..files.editing import EditSpec
 from ..permissions.requests import PathRequest
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
-from ._editing import EditOutput, run_edits
+from ._editing import EditOutput, check_edits, run_edits
 
 DESCRIPTION = """This is a tool for making multiple edits to a single file in one operation. It is built on top of the Edit tool and allows you to perform multiple find-and-replace operations efficiently. Prefer this tool over the Edit tool when you need to make multiple edits to the same file.
 
@@ -79,6 +79,9 @@ class MultiEdit(Tool):
                     f"Edit {i} of {len(params.edits)}: old_string and new_string are exactly the same. "
                     "No changes were written; fix that edit and send them all again."
                 )
+
+    def precheck(self, params, ctx: ToolContext) -> None:
+        check_edits(params.file_path, [EditSpec(e.old_string, e.new_string, e.replace_all) for e in params.edits], ctx)
 
     def permission_requests(self, params: MultiEditInput, ctx: ToolContext) -> list[PathRequest]:
         return [PathRequest("write", ctx.workspace.resolve(params.file_path))]

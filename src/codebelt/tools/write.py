@@ -57,6 +57,21 @@ class Write(Tool):
     max_result_chars = None  # a one-line confirmation
     search_hint = "create or overwrite a file"
 
+    def precheck(self, params: WriteInput, ctx: ToolContext) -> None:
+        """Refuse, before anyone is asked to approve it, a Write that would fail: replacing a
+        file this session has not read, or one changed since it was read."""
+        path = ctx.workspace.resolve(params.file_path)
+        if not ctx.workspace.is_inside(path):
+            return  # the permission decision speaks first: writing outside is refused as such
+        try:
+            st = os.stat(path)
+        except OSError:
+            return  # a new file (or one run() reports with its own words)
+        if stat_mod.S_ISREG(st.st_mode):
+            problem = ctx.service(file_states).check(path, st)
+            if problem:
+                raise ToolError(problem)
+
     def permission_requests(self, params: WriteInput, ctx: ToolContext) -> list[PathRequest]:
         return [PathRequest("write", ctx.workspace.resolve(params.file_path))]
 
