@@ -75,3 +75,17 @@ def test_tools_listing_marks_optional_parameters(ws):
                          capture_output=True, text=True, timeout=60).stdout
     assert "Read(file_path, offset?, limit?, pages?)" in out
     assert "TaskOutput(task_id, block?, timeout?)" in out
+
+
+@pytest.mark.parametrize("old,new,expected", [
+    ("b", "b1\nb2", b"a\r\nb1\r\nb2\r\nc\nd\n"),   # a CRLF line stays CRLF
+    ("c", "c1\nc2", b"a\r\nb\r\nc1\nc2\nd\n"),      # an LF line stays LF
+    ("b\r\nc", "x\ny", b"a\r\nx\r\ny\nd\n"),        # across both: the ending of the line the match starts on
+])
+def test_mixed_line_endings_keep_the_replaced_lines_ending(ws, make_session, old, new, expected):
+    (ws / "m.txt").write_bytes(b"a\r\nb\r\nc\nd\n")  # as many CRLF lines as LF lines
+    s = make_session(mode="acceptEdits")
+    s.call("Read", {"file_path": "m.txt"})
+    r = s.call("Edit", {"file_path": "m.txt", "old_string": old, "new_string": new})
+    assert not r.is_error, r.text
+    assert (ws / "m.txt").read_bytes() == expected

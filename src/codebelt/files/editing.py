@@ -208,6 +208,8 @@ def _exact_on_bytes(raw: bytes, fmt: TextFormat, edits: list[EditSpec]):
         for e in edits:
             if not e.old_string or e.old_string == e.new_string:
                 return None
+            if fmt.eol == "mixed" and "\n" in e.new_string:
+                return None  # each new line takes the ending of the line it replaces: the text path
             new = apply_eol(e.new_string, "\r\n") if fmt.eol == "\r\n" else e.new_string
             new_b = new.encode(fmt.encoding, fmt.errors)
             old_b = e.old_string.encode(fmt.encoding, fmt.errors)

@@ -166,10 +166,20 @@ def replace(text: str, old: str, new: str, *, replace_all: bool = False, eol: st
                 reps = replacement
             if not replace_all:
                 starts = starts[:1]
+            if eol == "mixed":
+                reps = [_ending_of_line_at(text, s, r) for s, r in zip(starts, reps if isinstance(reps, list) else [reps] * len(starts))]
             result, end = _splice(text, starts, len(needle), reps)
             label = how if not suffix else (f"{suffix}, {how}" if how != "exact" else suffix)
             return Applied(result, len(starts), starts[0], end, label)
     raise EditError(_not_found_message(text, stripped_old or old))
+
+
+def _ending_of_line_at(text: str, start: int, new: str) -> str:
+    """In a file with mixed line endings, new lines take the ending of the line they replace."""
+    if "\n" not in new or "\r\n" in new:
+        return new
+    end = text.find("\n", start)
+    return apply_eol(new, "\r\n") if end > 0 and text[end - 1] == "\r" else new
 
 
 def _not_found_message(text: str, old: str) -> str:

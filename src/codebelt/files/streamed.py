@@ -90,7 +90,7 @@ def _edit_open_file(fd, path, old_string, new_string, replace_all, byte_safe, st
         fmt = sniff(head, at_eof=size <= SNIFF_BYTES)
     except (OSError, BinaryFile):
         return None
-    if fmt.encoding not in byte_safe:
+    if fmt.encoding not in byte_safe or (fmt.eol == "mixed" and "\n" in new_string):
         return None
     if states.check(path, st):
         return None  # the in-memory path raises the exact message
