@@ -32,6 +32,19 @@ CREATE TABLE IF NOT EXISTS calls (
     error TEXT
 );
 CREATE INDEX IF NOT EXISTS calls_ts ON calls(ts);
+CREATE TABLE IF NOT EXISTS hook_runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts REAL NOT NULL,
+    session_id TEXT NOT NULL,
+    event TEXT NOT NULL,
+    tool TEXT,
+    hook TEXT NOT NULL,
+    source TEXT,
+    exit_code INTEGER,
+    duration_ms REAL NOT NULL,
+    decision TEXT,
+    error TEXT
+);
 CREATE INDEX IF NOT EXISTS calls_tool ON calls(tool);
 """
 COLUMNS = (
@@ -139,6 +152,17 @@ class AuditLog:
             self.failures += 1
             self.last_error = str(e)
 
+    def record_hook(self, *, session_id: str, event: str, tool: str | None, hook: str, source: str,
+                    exit_code: int | None, duration_ms: float, decision: str | None, error: str | None) -> None:
+        """One hook run: which, for what, how it ended, what it decided."""
+        try:
+            self._queue.put(("hook", (time.time(), session_id, event, tool, hook[:MAX_VALUE_CHARS], source,
+                                      exit_code, round(duration_ms, 3), decision,
+                                      error[:MAX_ERROR_CHARS] if error else None)))
+        except Exception as e:  # noqa: BLE001
+            self.failures += 1
+            self.last_error = str(e)
+
     def _writer(self) -> None:
         conn = None
         while True:
@@ -150,13 +174,19 @@ class AuditLog:
                 except queue.Empty:
                     break
             stop = any(i is self._STOP for i in batch)
-            rows = [i for i in batch if i is not self._STOP and not isinstance(i, threading.Event)]
+            hook_rows = [i[1] for i in batch if isinstance(i, tuple) and len(i) == 2 and i[0] == "hook"]
+            rows = [i for i in batch if i is not self._STOP and not isinstance(i, threading.Event)
+                    and not (isinstance(i, tuple) and len(i) == 2 and i[0] == "hook")]
             events = [i for i in batch if isinstance(i, threading.Event)]
-            if rows:
+            if rows or hook_rows:
                 try:
                     if conn is None:
                         conn = connect(self.path)
                     with conn:
+                        if hook_rows:
+                            conn.executemany(
+                                "INSERT INTO hook_runs (ts, session_id, event, tool, hook, source, exit_code,"
+                                " duration_ms, decision, error) VALUES (?,?,?,?,?,?,?,?,?,?)", hook_rows)
                         conn.executemany(
                             "INSERT INTO calls (ts, session_id, workspace, tool, input, decision,"
                             " decided_by, reason, duration_ms, result_chars, is_error, error)"
@@ -164,7 +194,7 @@ class AuditLog:
                             rows,
                         )
                 except Exception as e:  # noqa: BLE001 — the audit never fails a call
-                    self.failures += len(rows)
+                    self.failures += len(rows) + len(hook_rows)
                     self.last_error = f"{type(e).__name__}: {e}"
                     conn = None
             for ev in events:
@@ -216,3 +246,23 @@ def query(
     finally:
         conn.close()
     return (dict(zip(COLUMNS, r)) for r in reversed(rows))
+
+
+def hook_runs(path: Path, session_id: str | None = None) -> list[dict[str, Any]]:
+    """Recorded hook runs, oldest first."""
+    if not path.exists():
+        return []
+    conn = sqlite3.connect(path, timeout=10)
+    try:
+        cols = ("ts", "session_id", "event", "tool", "hook", "source", "exit_code", "duration_ms", "decision", "error")
+        sql = f"SELECT {', '.join(cols)} FROM hook_runs"
+        args: tuple = ()
+        if session_id:
+            sql += " WHERE session_id = ?"
+            args = (session_id,)
+        try:
+            return [dict(zip(cols, r)) for r in conn.execute(sql + " ORDER BY id", args)]
+        except sqlite3.OperationalError:
+            return []
+    finally:
+        conn.close()

@@ -94,6 +94,31 @@ def _task_info(task: Any) -> dict[str, Any]:
             "exit_code": out.exit_code if out is not None else None, "output_path": str(task.output_path)}
 
 
+def _as_input(raw: Any) -> dict[str, Any]:
+    return dict(raw) if isinstance(raw, Mapping) else {}
+
+
+def _add_hook_output(result: ToolResult, hooked: Any) -> None:
+    """What hooks said for the model: feedback (exit 2 / decision block after the call) and
+    additionalContext go into the text; system messages and non-blocking errors into data."""
+    parts = []
+    if hooked.feedback:
+        parts.append("Hook feedback:\n" + "\n".join(hooked.feedback))
+    if hooked.context:
+        parts.append(hooked.additional_context)
+    if parts:
+        result.text += "\n\n" + "\n\n".join(parts)
+    extra = {}
+    if hooked.system_messages:
+        extra["hookSystemMessages"] = hooked.system_messages
+    if hooked.errors:
+        extra["hookErrors"] = hooked.errors
+    if hooked.stop:
+        extra["hookStop"] = hooked.stop_reason
+    if extra:
+        result.data = {**(result.data or {}), **extra}
+
+
 def _short(text: str, limit: int = 80) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -130,6 +155,7 @@ class Session:
         load_user_settings: bool = True,
         session_id: str | None = None,
         tools: Iterable[type[Tool]] | None = None,
+        trust_workspace_hooks: bool = False,
     ):
         root_path = Path(root).expanduser()
         if not root_path.is_dir():
@@ -192,10 +218,13 @@ class Session:
             shutil.rmtree(self._tmp, ignore_errors=True)
             raise
         self._closed = False
+        self._hooks = self._load_hooks(trust_workspace_hooks)
+        self._pending_context: list[str] = []  # hook output for the model, added to the next result
         self._events_lock = threading.Lock()
         self._ended_tasks: list[Any] = []  # background tasks that ended since the last result
         self._task_end_callbacks: list[Callable[[dict[str, Any]], None]] = []
         _open_sessions.add(self)
+        self._run_hooks("SessionStart", {"source": "startup"})
 
     # -- services ----------------------------------------------------------------------------
     def context(self, tool_name: str, cancel_event: threading.Event | None = None,
@@ -208,6 +237,71 @@ class Session:
             events=self._event,
         )
 
+    # -- hooks ---------------------------------------------------------------------------------
+    def _load_hooks(self, trust_workspace: bool):
+        from .hooks.conditions import if_matcher
+        from .hooks.config import specs_from
+        from .hooks.engine import HookEngine
+
+        specs = []
+        if not self.settings.disable_all_hooks:
+            trusted = trust_workspace or any(
+                os.path.realpath(os.path.expanduser(r)) == str(self.workspace.root)
+                for r in self.settings.trusted_workspaces)
+            for label, workspace, section in self.settings.hook_layers:
+                layer = specs_from(section, label, workspace)
+                if workspace and not trusted and layer:
+                    self.settings.warnings.append(
+                        f"skipped {len(layer)} hook(s) from {label}: hooks in a workspace's own settings run "
+                        f"code on this machine, so they run only in a trusted workspace (add "
+                        f"{self.workspace.root} to trustedWorkspaces in ~/.config/codebelt/settings.json, or "
+                        "pass trust_workspace_hooks / --trust-workspace-hooks)")
+                    continue
+                specs += layer
+        families = {t.name: t.permission_family for t in map(type, self._tools.values()) if t.permission_family}
+        return HookEngine(specs, self.workspace.root, if_matcher=if_matcher(self.workspace, families),
+                          on_run=self._audit_hook)
+
+    def add_hook(self, event: str, function: Callable[[dict[str, Any]], dict[str, Any] | None],
+                 matcher: str | None = None) -> None:
+        """A Python hook: `function(payload) -> dict | None`, answering as a command hook's JSON."""
+        from .hooks.config import EVENTS, HookSpec
+
+        if event not in EVENTS:
+            raise SettingsError(f"unknown hook event {event!r}; expected one of {', '.join(EVENTS)}")
+        if not self.settings.disable_all_hooks:
+            self._hooks.add(HookSpec(event=event, matcher=matcher, type="python", function=function,
+                                     source="session"))
+
+    def _audit_hook(self, run: Any, event: str) -> None:
+        if self._audit is None:
+            return
+        data = run.json or {}
+        specific = data.get("hookSpecificOutput") if isinstance(data, dict) else None
+        decision = (specific or {}).get("permissionDecision") if isinstance(specific, dict) else None
+        if run.exit_code == 2:
+            decision = "block"
+        self._audit.record_hook(session_id=self.id, event=event, tool=None, hook=run.spec.label,
+                                source=run.spec.source, exit_code=run.exit_code, duration_ms=run.duration_ms,
+                                decision=decision, error=run.error)
+
+    def _hook_payload(self, **extra: Any) -> dict[str, Any]:
+        return {"session_id": self.id, "transcript_path": None, "cwd": str(self.workspace.root),
+                "permission_mode": self.mode, **extra}
+
+    def _run_hooks(self, event: str, extra: dict[str, Any], tool_name: str | None = None,
+                   tool_input: dict[str, Any] | None = None):
+        if not self._hooks.has(event):
+            return None
+        payload = self._hook_payload(**extra)
+        if tool_name is not None:
+            payload.update(tool_name=tool_name, tool_input=tool_input or {})
+        result = self._hooks.run(event, payload, tool_name, tool_input)
+        if result.context and event in ("SessionStart", "Notification", "CwdChanged"):
+            with self._events_lock:
+                self._pending_context.append(result.additional_context)
+        return result
+
     # -- events between calls ------------------------------------------------------------------
     def on_task_end(self, callback: Callable[[dict[str, Any]], None]) -> None:
         """Call `callback(task)` when a background task ends: a dict with `id`, `command`,
@@ -215,11 +309,17 @@ class Session:
         self._task_end_callbacks.append(callback)
 
     def _event(self, name: str, data: dict[str, Any]) -> None:
+        if name == "cwd_changed":
+            self._run_hooks("CwdChanged", {"old_cwd": data.get("old"), "new_cwd": data.get("new")})
+            return
         if name == "task_end":
             task = data["task"]
             with self._events_lock:
                 self._ended_tasks.append(task)
             info = _task_info(task)
+            self._run_hooks("Notification", {
+                "message": f"Background task {info['id']} ({_short(info['command'])}) {info['status_text']}.",
+                "notification_type": "task_end", "task": info})
             for callback in list(self._task_end_callbacks):
                 try:
                     callback(info)
@@ -229,6 +329,10 @@ class Session:
     def _with_notices(self, result: ToolResult) -> ToolResult:
         """The next result after a background task ended tells the model so (unless it already
         saw the end through TaskOutput/BashOutput or stopped the task itself)."""
+        if self._pending_context:
+            with self._events_lock:
+                context, self._pending_context = self._pending_context, []
+            result.text += "\n\n" + "\n".join(context)
         if not self._ended_tasks:
             return result
         with self._events_lock:
@@ -303,20 +407,34 @@ class Session:
         started = time.perf_counter()
         decision: Decision | None = None
         tool_name = name
+        use_id = None
         try:
             if prepared is None:
                 prepared = self._prepare(name, input)
             tool, params = prepared.tool, prepared.params
             tool_name = tool.name
+            use_id = f"toolu_{uuid.uuid4().hex[:20]}"
+            pre = self._run_hooks("PreToolUse", {"tool_use_id": use_id}, tool.name, _as_input(input))
+            if pre is not None and pre.updated_input is not None:
+                # replaces the whole input: checked again against the schema, and decided again
+                try:
+                    prepared = self._prepare(tool.name, pre.updated_input)
+                except ToolError as e:
+                    raise ToolError(f"A PreToolUse hook returned an updatedInput that is not valid: {e.message}") from None
+                params, input = prepared.params, pre.updated_input
             ctx = self.context(tool.name, cancel_event, progress)
+            if pre is not None and pre.stop:
+                raise ToolError(f"Stopped by a hook: {pre.stop_reason}")
             tool.validate(params, ctx)
-            decision = self._permit(tool, params, input, ctx)
+            decision = self._permit(tool, params, input, ctx, pre)
             if decision.behavior != "allow":
                 result = ToolResult.error(decision.message(tool.name), decision=decision.to_dict())
             else:
                 ctx.decision = decision
                 result = tool.run(params, ctx)
                 result = budget.apply(tool, result, self.results_dir)
+            if pre is not None:
+                _add_hook_output(result, pre)
         except ToolError as e:
             result = ToolResult(text=e.message, data={"error": e.message, **e.data}, is_error=True)
         except PathError as e:
@@ -330,6 +448,15 @@ class Session:
                 f"{tool_name} failed with an internal error: {type(e).__name__}: {e}. "
                 "This is a bug in codebelt, not in your input; try another approach."
             )
+        if use_id is not None:  # the tool was known and PreToolUse had its turn
+            try:
+                event = "PostToolUseFailure" if result.is_error else "PostToolUse"
+                post = self._run_hooks(event, {"tool_use_id": use_id, "tool_response": result.data if result.data is not None else result.text},
+                                       tool_name, _as_input(input))
+                if post is not None:
+                    _add_hook_output(result, post)
+            except Exception:  # noqa: BLE001 - a failing hook never fails the call
+                pass
         result = self._with_notices(result)
         self._record(tool_name, input, decision, result, started)
         return result
@@ -394,7 +521,15 @@ class Session:
             await flush()
             results[i] = await self._acall(*calls[i], p, None)
         await flush()
-        return [r for r in results if r is not None]
+        out = [r for r in results if r is not None]
+        if self._hooks.has("PostToolBatch") and out:
+            batch_calls = [{"tool_name": n, "tool_input": _as_input(i), "tool_response": r.data if r.data is not None else r.text,
+                            "is_error": r.is_error} for (n, i), r in zip(calls, out)]
+            done = await asyncio.get_running_loop().run_in_executor(
+                None, lambda: self._run_hooks("PostToolBatch", {"tool_calls": batch_calls}))
+            if done is not None:
+                _add_hook_output(out[-1], done)
+        return out
 
     # -- pipeline steps ----------------------------------------------------------------------
     @staticmethod
@@ -418,9 +553,23 @@ class Session:
             raise ToolError(describe_validation_error(tool.name, e)) from None
         return _Prepared(tool, params)
 
-    def _permit(self, tool: Tool, params: Any, raw: Any, ctx: ToolContext) -> Decision:
+    def _permit(self, tool: Tool, params: Any, raw: Any, ctx: ToolContext, pre: Any = None) -> Decision:
         requests = tool.permission_requests(params, ctx)
         decision = self.engine.decide(tool.name, requests)
+        hooked = pre.permission if pre is not None else None
+        if hooked == "deny":
+            return Decision.deny(f"denied by a PreToolUse hook: {pre.permission_reason or '; '.join(pre.reasons) or 'no reason given'}",
+                                 "rule")
+        if hooked == "allow" and decision.behavior == "ask":
+            # a hook may answer a question, never widen access past a deny
+            return Decision.allow(f"allowed by a PreToolUse hook{': ' + pre.permission_reason if pre.permission_reason else ''}", "rule")
+        if hooked == "ask" and decision.behavior == "allow":
+            decision = Decision.ask(f"a PreToolUse hook asks: {pre.permission_reason or 'confirm this call'}", "rule")
+        if decision.behavior == "ask" and self._hooks.has("PermissionRequest"):
+            answer = self._run_hooks("PermissionRequest", {"permission_suggestions": [decision.suggestion] if decision.suggestion else []},
+                                     tool.name, _as_input(raw))
+            if answer is not None and answer.permission in ("allow", "deny"):
+                return Decision(answer.permission, f"{answer.permission_reason or 'decided'} (PermissionRequest hook)", "rule")  # type: ignore[arg-type]
         if decision.behavior == "ask":
             if self.approver is not None:  # someone would be asked: not about a call that cannot work
                 tool.precheck(params, ctx)
@@ -479,6 +628,10 @@ class Session:
         """End background tasks, flush the audit log and remove the session's temp files."""
         if self._closed:
             return
+        try:
+            self._run_hooks("SessionEnd", {"reason": "other"})
+        except Exception:  # noqa: BLE001 - a hook never keeps a session open
+            pass
         self._closed = True
         self._services.close()
         if self._audit is not None:

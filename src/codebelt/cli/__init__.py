@@ -41,6 +41,8 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--mode", choices=MODES, default=None, help="permission mode")
     g.add_argument("--settings", default=None, metavar="FILE", help="extra settings file (highest priority)")
     g.add_argument("--sandbox", choices=SANDBOX_MODES, default=None, help="sandbox for Bash commands")
+    g.add_argument("--trust-workspace-hooks", action="store_true",
+                   help="run the hooks in this workspace's own settings files (they run code on this machine)")
 
 
 def build_parser() -> argparse.ArgumentParser:

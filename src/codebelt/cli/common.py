@@ -19,6 +19,7 @@ def make_session(args: argparse.Namespace, *, interactive: bool = True, **kwargs
         mode=args.mode,
         sandbox=args.sandbox,
         settings_file=args.settings,
+        trust_workspace_hooks=getattr(args, "trust_workspace_hooks", False),
         **kwargs,
     )
     for warning in session.settings.warnings:

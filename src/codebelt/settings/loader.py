@@ -27,10 +27,11 @@ from ..errors import SettingsError
 from .schema import WORKSPACE_FORBIDDEN_VALUES, SettingsModel
 
 RULE_LISTS = ("allow", "ask", "deny")
-CONCATENATED = {("permissions", k) for k in (*RULE_LISTS, "additionalDirectories")}
+CONCATENATED = {("permissions", k) for k in (*RULE_LISTS, "additionalDirectories")} | {("hooks",)}
 USER_LABEL_HINT = "~/.config/codebelt/settings.json"
-# Claude Code's permission keys codebelt understands; the rest of its files belong to Claude Code.
+# Claude Code's keys codebelt understands; the rest of its files belong to Claude Code.
 CLAUDE_PERMISSION_KEYS = ("allow", "ask", "deny", "defaultMode", "additionalDirectories")
+CLAUDE_TOP_KEYS = ("hooks", "disableAllHooks")
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,13 @@ class Settings:
         self.layers = [lay if isinstance(lay, Layer) else Layer(lay[0], lay[1]) for lay in layers]
         self.warnings: list[str] = list(warnings or [])
         self.sources = [lay.label for lay in self.layers]
+        # Hooks are concatenated across files, each remembering its file and whether it is the
+        # workspace's own (those run only in a trusted workspace).
+        self.hook_layers: list[tuple[str, bool, dict]] = []
         for lay in self.layers:
-            _validate(lay.data, lay.label)
+            model = _validate(lay.data, lay.label)
+            if "hooks" in lay.data:
+                self.hook_layers.append((lay.label, lay.workspace, model.hooks))
         merged: dict[str, Any] = {}
         for lay in reversed(self.layers):
             _merge_into(merged, lay.data, ())
@@ -79,6 +85,11 @@ class Settings:
         for behavior in RULE_LISTS:
             perms[behavior] = [r.text for r in self.rules if r.behavior == behavior]
         perms["additionalDirectories"] = extra_dirs
+        hooks: dict[str, list] = {}
+        for lay in self.layers:
+            for event, groups in (lay.data.get("hooks") or {}).items():
+                hooks.setdefault(event, []).extend(groups)
+        merged["hooks"] = hooks
         self.model: SettingsModel = _validate(merged, "the merged settings")
         self.raw = merged
 
@@ -169,7 +180,11 @@ def _validate(data: Mapping[str, Any], label: str) -> SettingsModel:
 def _describe(err: Mapping[str, Any], data: Mapping[str, Any]) -> str:
     """One sentence naming the key and what it must be."""
     loc = [str(p) for p in err["loc"] if not isinstance(p, int)]
-    key = ".".join(loc)
+    key = ""
+    for p in err["loc"]:  # hooks.PreToolUse[0].hooks[1].timeout
+        if p == "[key]":
+            continue  # pydantic's marker for a bad dict key: the key is named by the value shown
+        key += f"[{p}]" if isinstance(p, int) else ("." if key else "") + str(p)
     kind = err["type"]
     given = err.get("input")
     shown = json.dumps(given) if isinstance(given, (str, int, float, bool, type(None))) else type(given).__name__
@@ -179,6 +194,8 @@ def _describe(err: Mapping[str, Any], data: Mapping[str, Any]) -> str:
         hint = f"; did you mean {'.'.join([*loc[:-1], close[0]])}?" if close else (
             f"; known keys here: {', '.join(parent)}" if parent else "")
         return f"unknown setting {key}{hint}"
+    if kind == "value_error":
+        return f"{key}: {str(err['msg']).removeprefix('Value error, ')}"
     if kind in ("model_type", "dict_type", "model_attributes_type"):
         return f"'{key}' must be an object" if key else "settings must be a JSON object"
     if kind in ("list_type",) or (kind == "string_type" and any(isinstance(p, int) for p in err["loc"])):
@@ -259,6 +276,10 @@ def _untrusted(data: Mapping[str, Any], label: str, warnings: list[str]) -> dict
     return out
 
 
+def _claude_top(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: data[k] for k in CLAUDE_TOP_KEYS if k in data}
+
+
 def load_settings(
     root: Path,
     explicit: Mapping[str, Any] | None = None,
@@ -292,8 +313,18 @@ def load_settings(
             if not isinstance(perms, Mapping):
                 raise SettingsError(f"{rel}: 'permissions' must be an object")
             taken = {k: v for k, v in perms.items() if k in CLAUDE_PERMISSION_KEYS}
-            layers.append(Layer(rel, _untrusted({"permissions": taken}, rel, warnings), workspace=True))
+            layers.append(Layer(rel, _untrusted({"permissions": taken, **_claude_top(data)}, rel, warnings), workspace=True))
+        elif data is not None and any(k in data for k in CLAUDE_TOP_KEYS):
+            layers.append(Layer(rel, _untrusted(_claude_top(data), rel, warnings), workspace=True))
     if load_user:
+        claude = Path(os.path.expanduser("~/.claude/settings.json"))
+        data = _read_json(claude, "~/.claude/settings.json")
+        if data is not None:
+            perms = data.get("permissions")
+            if perms is not None and not isinstance(perms, Mapping):
+                raise SettingsError("~/.claude/settings.json: 'permissions' must be an object")
+            taken = {k: v for k, v in (perms or {}).items() if k in CLAUDE_PERMISSION_KEYS}
+            layers.append(Layer("~/.claude/settings.json", {"permissions": taken, **_claude_top(data)}))
         path = user_settings_path()
         label = str(path).replace(os.path.expanduser("~"), "~", 1)
         data = _read_json(path, label)

@@ -12,9 +12,10 @@ Attribute names are snake_case; the JSON keys are Claude Code's camelCase (the a
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
@@ -144,6 +145,58 @@ class IntelSettings(Section):
     )
 
 
+HOOK_EVENTS = (
+    "PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure", "PostToolBatch",
+    "SessionStart", "SessionEnd", "Notification", "CwdChanged",
+)
+PLAIN_MATCHER = re.compile(r"^[A-Za-z0-9_|]*$")
+
+
+class HandlerModel(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)  # Claude Code adds fields over time
+
+    type: Literal["command", "http"]
+    command: str | None = None
+    url: str | None = None
+    timeout: float | None = Field(None, gt=0, le=24 * 3600, description="Seconds before the hook is ended")
+    if_: str | None = Field(None, alias="if", description="One permission rule the call must match, e.g. Bash(git *)")
+    headers: dict[str, str] | None = None
+
+    @model_validator(mode="after")
+    def _target(self) -> "HandlerModel":
+        if self.type == "command" and not (self.command and self.command.strip()):
+            raise ValueError("a command hook needs a non-empty `command`")
+        if self.type == "http" and not self.url:
+            raise ValueError("an http hook needs a `url`")
+        return self
+
+
+class MatcherGroupModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    matcher: str | None = None
+    hooks: list[HandlerModel]
+
+    @field_validator("matcher")
+    @classmethod
+    def _valid_matcher(cls, value: str | None) -> str | None:
+        if value and not PLAIN_MATCHER.match(value) and value != "*":
+            try:
+                re.compile(value)
+            except re.error as e:
+                raise ValueError(f"matcher {value!r} is not a valid regular expression: {e}") from None
+        return value
+
+
+
+
+
+HookEvent = Literal[
+    "PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure", "PostToolBatch",
+    "SessionStart", "SessionEnd", "Notification", "CwdChanged",
+]
+
+
 class SettingsModel(Section):
     """A settings file, and the merged settings of a session."""
 
@@ -157,6 +210,14 @@ class SettingsModel(Section):
     glob: GlobSettings = setting(GlobSettings(), "Glob.")
     read: ReadSettings = setting(ReadSettings(), "Read.")
     intel: IntelSettings = setting(IntelSettings(), "Code intelligence: the LSP and RepoMap tools, diagnostics after edits.")
+    hooks: dict[HookEvent, list[MatcherGroupModel]] = setting(
+        {}, "Claude Code's hooks: programs run around tool calls. A workspace's own hooks run only in a "
+        "trusted workspace (trustedWorkspaces, or the API / --trust-workspace-hooks)."
+    )
+    disable_all_hooks: bool = setting(False, "Run no hooks at all.", workspace=False)
+    trusted_workspaces: list[str] = setting(
+        [], "Workspace roots whose own settings files may run hooks.", workspace=False
+    )
 
 
 # Values a workspace may not choose even where it may set the key.

@@ -303,7 +303,11 @@ class Bash(Tool):
                   cwd_service: ShellCwd, cwd_note: str | None, oom_before: int = 0) -> ToolResult:
         out = proc.outcome
         assert out is not None
+        before, _ = cwd_service.current(consume=False)
         notes = [n for n in (cwd_note, cwd_service.learn(out.final_cwd)) if n]
+        after, _ = cwd_service.current(consume=False)
+        if after != before:
+            ctx.emit("cwd_changed", {"old": str(before), "new": str(after)})
         rendered = render(proc.spool_path, MAX_RESULT_CHARS - 2_000, out.output_bytes)
         if rendered.truncated:
             output_path: str | None = str(proc.spool_path)
