@@ -325,3 +325,15 @@ def test_malformed_hooks_blocks_name_file_and_key(ws, hooks, message):
 def test_no_hook_configured_costs_nothing_visible(ws, make_session):
     s = make_session()
     assert not any(s._hooks.has(e) for e in ("PreToolUse", "PostToolUse", "SessionStart"))
+
+
+def test_codebelt_config_shows_hooks_and_untrusted_ones(ws, capsys):
+    from codebelt.cli import main
+
+    (ws / ".claude").mkdir()
+    (ws / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"PreToolUse": [hook("echo hi", "Bash")]}}))
+    assert main(["config", "--root", str(ws), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["hooks"][0]["runs"] is False and any("not trusted" in w for w in report["warnings"])
+    assert main(["config", "--root", str(ws), "--json", "--trust-workspace-hooks"]) == 0
+    assert json.loads(capsys.readouterr().out)["hooks"][0]["runs"] is True
