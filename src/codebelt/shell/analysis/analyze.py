@@ -27,6 +27,9 @@ _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/
 _HOME_WORD = re.compile(r"""["']?\$\{?HOME\}?/?\*?["']?""")
 _HARMLESS_READS = frozenset({"/dev/null", "/dev/stdin", "/dev/zero", "/dev/urandom", "/dev/random", "-"})
 _MAX_GLOB_MATCHES = 2_000  # matches of one glob that are resolved and checked
+_MAX_GLOB_LEVELS = 4  # wildcard path components of one glob the analyzer expands
+# Paths that name the running process's view of the system, not files of their own.
+_PROCESS_VIEWS = ("/proc/", "/dev/fd/", "/dev/stdin", "/dev/stdout", "/dev/stderr")
 _MAX_LINK_SCAN = 50_000  # directory entries looked at for symlinks leading out of the workspace
 # Pipeline stages whose output is file names from the workspace (for `… | xargs cat`), and
 # filters that only select or reorder whole lines.
@@ -211,7 +214,14 @@ class _Walker:
         key = (base or self.cwd, arg)
         hit = self._resolved.get(key)
         if hit is None:
-            hit = self._resolved[key] = Path(os.path.realpath(os.path.join(key[0], arg)))
+            joined = os.path.normpath(os.path.join(key[0], arg))
+            if joined.startswith(_PROCESS_VIEWS):
+                # /proc/self, /dev/fd … name the *command's* process: resolving them here would
+                # answer for codebelt's own. Kept as written: outside the workspace, so it asks.
+                hit = Path(joined)
+            else:
+                hit = Path(os.path.realpath(joined))
+            self._resolved[key] = hit
         return hit
 
     def command(self, c: SimpleCommand) -> CommandVerdict:
@@ -288,6 +298,8 @@ class _Walker:
                 if value and value not in _HARMLESS_READS and self._names_file(value):
                     v.reads.append(self.resolve(os.path.expanduser(value)))
         for i in sorted(globs):
+            if i < len(u.argv) and _glob_too_costly(u.argv[i]):
+                return f"the glob `{u.argv[i]}` is too costly to expand and check (a wildcard before `..`, or over {_MAX_GLOB_LEVELS} wildcard levels)"
             if i < len(u.argv) and self._glob_may_be_option(u.argv[i]):
                 return f"the glob `{u.argv[i]}` matches a file whose name starts with `-` (it would be read as an option)"
         for i in ([] if self.skip_reads else verdict.read_args):
@@ -472,6 +484,8 @@ class _Walker:
             p = p.parent
 
     def _glob_may_be_option(self, pattern: str) -> bool:
+        if pattern.startswith("-"):
+            return True  # `-*` expands to options (or stays one when nothing matches)
         if not pattern or pattern[0] not in "*?[":
             return False
         first = pattern.split("/", 1)[0]
@@ -484,6 +498,21 @@ class _Walker:
                 names = []
             self._dash_names[self.cwd] = names
         return any(fnmatch.fnmatchcase(n, first) for n in names)
+
+
+def _glob_too_costly(pattern: str) -> bool:
+    """A glob whose expansion the analyzer will not attempt: `..` after a wildcard component
+    (`*/../*/../x` multiplies at every level) or too many wildcard levels."""
+    parts = pattern.split("/")
+    wild = [any(ch in p for ch in "*?[") for p in parts]
+    if sum(wild) > _MAX_GLOB_LEVELS:
+        return True
+    seen_wild = False
+    for p, w in zip(parts, wild):
+        seen_wild = seen_wild or w
+        if seen_wild and p == "..":
+            return True
+    return False
 
 
 def _complex_danger(script: Script, cwd: Path, workspace, inner: list[str]) -> str | None:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from .options import any_long, long_is, scan
 from .verdict import Verdict, no
+
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
 def _awk_problem(text: str) -> str | None:
@@ -55,4 +59,7 @@ def awk_verdict(args: list[str]) -> Verdict:
         if o.kind == "short" and o.name == "v" and o.value and _awk_problem(o.value):
             return no("awk -v value contains shell metacharacters")
     files = operands if program_given else operands[1:]
-    return Verdict(True, "read-only: `awk` program without system/pipes/redirection", [o.index + 1 for o in files if "=" not in o.name])
+    # awk takes `name=value` as an assignment only when `name` is an identifier; any other
+    # operand (`a.b=c`, `../x=y`) is a file it reads.
+    return Verdict(True, "read-only: `awk` program without system/pipes/redirection",
+                   [o.index + 1 for o in files if not _ASSIGNMENT.match(o.name)])

@@ -448,7 +448,11 @@ class _Flattener:
                     raise Complex(f"an unsupported redirection `{_text(node, self.src)}`")
                 op = ct
             elif target is None and op is not None:
-                target = word_value(c, self.src).value
+                w = word_value(c, self.src)
+                if w.glob:
+                    # bash expands it (when it matches one file): checking it literally would lie
+                    raise Complex(f"a glob in a redirection target `{_text(c, self.src)}`")
+                target = w.value
             else:
                 # tree-sitter files words after the target under the redirect; bash gives them to
                 # the command (`echo >out hi` runs `echo hi`).

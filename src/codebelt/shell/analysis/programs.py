@@ -21,8 +21,13 @@ def _add(names: str, spec: Spec) -> None:
 
 
 _FREE = Spec(any_args=True)
-_add("cat head tail stat nl tac rev cut tr column comm cmp diff cksum sum od hexdump strings "
+_add("cat head tail stat nl tac rev cut tr column comm cmp diff cksum sum od "
      "readlink realpath", _FREE)
+# hexdump -f FILE / -fFILE reads a format file: a value, so it is checked as a path.
+_add("hexdump", Spec(any_args=True, short_arg="efns", long_arg=("format", "format-file", "length", "skip")))
+# binutils read options from `@FILE` operands (response files): the file named is read.
+_add("strings", Spec(any_args=True, short_arg="nteT", long_arg=("bytes", "radix", "encoding", "target", "output-separator"),
+                     response_files=True))
 # --files0-from reads the names of the files to read from a file we do not see.
 _add("wc", Spec(any_args=True, ban_long=("files0-from",), why="reads file names from a file"))
 _add("du", Spec(any_args=True, ban_long=("files0-from",), short_arg="BdtX", long_arg=("block-size", "max-depth", "threshold", "exclude-from", "exclude", "time-style"),
@@ -31,7 +36,7 @@ _add("ls dir vdir", Spec(any_args=True, short_arg="ITw", long_arg=("ignore", "hi
                          follow_short="L", follow_long=("dereference",)))
 # -c/--check hashes every file named in a list we do not see (anywhere on disk).
 _add("md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum", Spec(any_args=True, ban_short="c", ban_long=("check",), why="reads the files named in a checksum list"))
-_add("basename dirname which whereis locate true false : pwd type test [ seq expr sleep nproc "
+_add("basename dirname which whereis locate true false : pwd type seq expr sleep nproc "
      "whoami id uname printenv groups arch echo exit", Spec(any_args=True, paths="none"))
 SPECS["grep"] = SPECS["egrep"] = SPECS["fgrep"] = Spec(
     any_args=True, paths="after_pattern", short_arg="efABCdDm", follow_short="R", follow_long=("dereference-recursive",),
@@ -44,7 +49,8 @@ _add("sort", Spec(ban_short="o", ban_long=("output", "compress-program", "files0
 _add("uniq", Spec(short_arg="fsw", long_arg=("skip-fields", "skip-chars", "check-chars"), max_operands=1))
 _add("tree", Spec(ban_short="oR", ban_long=("output",), short_arg="LPIoH", long_arg=("filelimit", "timefmt", "sort", "charset", "infofile"), follow_short="l"))
 _add("base64 base32 basenc", Spec(ban_short="o", ban_long=("output",), short_arg="w", long_arg=("wrap",)))
-_add("xxd", Spec(short_arg="cglosnCR", max_operands=1, long_arg=("cols", "groupsize", "len", "name", "seek")))
+# xxd [options] [infile [outfile]]: a second operand is written. -C takes no value.
+_add("xxd", Spec(short_arg="cglosnR", max_operands=1, long_arg=("cols", "groupsize", "len", "name", "seek")))
 _add("rg", Spec(ban_short="z", ban_long=("pre", "hostname-bin", "search-zip"), short_arg="ABCEMTdefgjmrt", follow_short="L", follow_long=("follow",),
                 long_arg=("regexp", "file", "glob", "iglob", "type", "type-not", "type-add", "type-clear", "max-count",
                           "max-depth", "replace", "encoding", "threads", "context", "before-context", "after-context",
@@ -57,6 +63,13 @@ _add("date", Spec(ban_short="s", ban_long=("set",), short_arg="dfr", long_arg=("
 _add("printf", Spec(ban_short="v", paths="none", why="assigns a shell variable"))
 _add("hostname", Spec(max_operands=0, ban_short="bF", ban_long=("boot", "file"), paths="none"))
 _add("env", Spec(max_operands=0, ban_short="SC", ban_long=("split-string", "chdir"), paths="none"))
+
+
+def _test(name: str, args: list[str]) -> Verdict:
+    """`test` / `[`: `-v NAME` and `-R NAME` evaluate array subscripts (`a[$(id)]` runs id)."""
+    if any(a in ("-v", "-R") for a in args):
+        return no(f"`{name} -v` evaluates an array subscript, which can run commands")
+    return Verdict(True, f"read-only: `{name}`")
 
 
 def _cd(args: list[str]) -> Verdict:
@@ -82,6 +95,8 @@ def classify_argv(argv: list[str], extra_args: bool = False) -> Verdict:
     args = argv[1:]
     if name == "git":
         v = git_verdict(argv)
+    elif name in ("test", "["):
+        v = _test(name, args)
     elif name == "command":
         v = Verdict(True, "read-only: `command -v` lookup") if args and args[0].startswith("-") and set(args[0][1:]) <= set("pvV") and ("v" in args[0] or "V" in args[0]) else no("`command` form not recognised")
         v.read_args = []

@@ -115,8 +115,11 @@ def sed_script_problem(script: str) -> str | None:
                 i += m.end() if m else 0
             continue
         if c in "btT:":
+            # GNU sed ends a label at whitespace or `;`: `:x e id` is the label x, then `e id`.
             j = i
-            while j < n and script[j] not in ";\n}":
+            while j < n and script[j] in " \t":
+                j += 1
+            while j < n and script[j] not in " \t;\n}":
                 j += 1
             i = j
             continue

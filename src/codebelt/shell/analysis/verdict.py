@@ -39,6 +39,7 @@ class Spec:
     follow_short: str = ""  # flags that make it follow symlinks while recursing
     follow_long: tuple[str, ...] = ()
     why: str = "can write files or run programs"
+    response_files: bool = False  # `@FILE` operands are files of options it reads (binutils)
 
 
 def generic(name: str, args: list[str], spec: Spec) -> Verdict:
@@ -73,4 +74,6 @@ def generic(name: str, args: list[str], spec: Spec) -> Verdict:
     # Every option value is a candidate: analyze reads the ones that name existing files
     # (`grep -f link-to-etc-passwd`), and those that start like a path.
     values = [o.value for o in opts if o.value]
+    if spec.response_files:
+        values += [o.name[1:] for o in operands if o.name.startswith("@") and len(o.name) > 1]
     return Verdict(True, f"read-only: `{name}`", read_args, values, follows)

@@ -143,14 +143,16 @@ def _w_env(argv: list[str], u: Unwrapped) -> int | None:
     return i
 
 
-_XARGS_SHORT_ARG = "nLPsdIEal"
+# Options taking the next word as their value. GNU's -l, -i and -e take an optional value only
+# when attached (-l5, -i{}, -eEND): in the next word they would swallow the command.
+_XARGS_SHORT_ARG = "nLPsdIEa"
 _XARGS_LONG = ("null", "no-run-if-empty", "verbose", "exit", "max-args", "max-lines", "max-procs",
                "max-chars", "delimiter", "replace", "eof", "arg-file", "show-limits")
-_XARGS_LONG_ARG = ("max-args", "max-lines", "max-procs", "max-chars", "delimiter", "arg-file", "eof")
+_XARGS_LONG_ARG = ("max-args", "max-procs", "max-chars", "delimiter", "arg-file")  # --max-lines[=N], --eof[=S], --replace[=R]: attached only
 
 
 def _w_xargs(argv: list[str], u: Unwrapped) -> int | None:
-    i = _skip_opts(argv, _XARGS_SHORT_ARG, _XARGS_LONG, _XARGS_LONG_ARG, "0rtxi", u, "xargs")
+    i = _skip_opts(argv, _XARGS_SHORT_ARG, _XARGS_LONG, _XARGS_LONG_ARG, "0rtxile", u, "xargs")
     if i is None:
         return None
     u.extra_args = True
