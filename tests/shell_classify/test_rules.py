@@ -63,6 +63,18 @@ CASES = [
     (P(allow=["Bash(npm test)"]), "default", "FOO=1 npm test", "allow", "rule"),
     (P(allow=["Bash(NODE_OPTIONS=--inspect npm test)"]), "default", "NODE_OPTIONS=--inspect npm test", "allow", "rule"),
     (P(deny=["Bash(git push *)"]), "bypassPermissions", "GIT_SSH_COMMAND=x git push", "deny", "rule"),  # deny still sees through
+    # readers of whole trees and Read deny rules beneath them
+    (P(deny=["Read(./a.py)"]), "default", "grep -r main .", "ask", "Read(./a.py)"),
+    (P(deny=["Read(./a.py)"]), "default", "grep -rn main", "ask", "Read(./a.py)"),
+    (P(deny=["Read(./a.py)"]), "default", "rg main", "ask", "Read(./a.py)"),
+    (P(deny=["Read(./a.py)"]), "default", "git grep main", "ask", "Read(./a.py)"),
+    (P(deny=["Read(./a.py)"]), "default", "diff -r src .", "ask", "Read(./a.py)"),
+    (P(deny=["Read(./a.py)"]), "default", "rg main src", "allow", "read-only"),
+    (P(deny=["Read(./a.py)"]), "default", "grep -r main src", "allow", "read-only"),
+    (P(deny=["Read(./src/**)"]), "default", "grep -r main src", "deny", "Read(./src/**)"),  # the directory itself
+    (P(deny=["Read(*.env)"]), "default", "rg main src", "ask", "Read(*.env)"),  # a bare pattern: anywhere
+    (P(deny=["Read(./a.py)"]), "default", "rg --files", "allow", "read-only"),  # names, not contents
+    (P(deny=["Read(./a.py)"]), "default", "grep main README.md", "allow", "read-only"),
     # `bash -lc SCRIPT` is judged by its script, rules included
     (P(deny=["Bash(git push *)"]), "bypassPermissions", "bash -lc 'git push origin main'", "deny", "rule"),
     (P(allow=["Bash(npm test)"]), "default", "bash -lc 'npm test'", "allow", "rule"),

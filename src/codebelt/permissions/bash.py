@@ -138,6 +138,14 @@ def _decide_part(engine: CommandPolicy, v: "CommandVerdict") -> Decision:
 
 def _path_decisions(engine: CommandPolicy, v: "CommandVerdict") -> list[Decision]:
     out: list[Decision] = []
+    for d in v.recursive_reads:
+        rule = engine.rules.read_deny_under(d)
+        if rule is not None:
+            out.append(Decision.ask(
+                f"`{_short(v.rule_text)}` reads every file under {engine.workspace.relative(d)}, where the rule "
+                f"{rule.text} ({rule.source or 'settings'}) denies reading some", "rule", rule=rule.text,
+                source=rule.source or None,
+                suggestion="search with Grep (it leaves denied files out), or name the files to read"))
     sandboxed = None
     for access, paths in (("write", v.writes), ("read", v.reads)):
         for p in paths:

@@ -181,6 +181,32 @@ class RuleSet:
                     return behavior, rule
         return None
 
+    def read_deny_under(self, directory: Path) -> Rule | None:
+        """A Read deny rule that could match a file under `directory` (for commands that read
+        whole trees: `grep -r`, `rg`, `git grep`, `diff -r`). Patterns without a slash match at
+        any depth, so they always could."""
+        for rule in self.of("deny", self.members["read"] | {"Read"}):
+            if rule.specifier is None:
+                return rule
+            base, _ = rule._path_matcher
+            spec = rule.specifier
+            for lead in ("//", "~/", "./", "/"):
+                if spec.startswith(lead):
+                    spec = spec[len(lead):]
+                    break
+            else:
+                if "/" not in spec.rstrip("/"):
+                    return rule  # a bare name pattern: anywhere
+            literal = []
+            for part in spec.split("/"):
+                if any(ch in part for ch in "*?[\\"):
+                    break
+                literal.append(part)
+            prefix = Path(base, *literal) if literal else Path(base)
+            if prefix == directory or directory in prefix.parents or prefix in directory.parents:
+                return rule
+        return None
+
     def read_denied(self, path: Path) -> bool:
         m = self.match_path("read", path)
         return m is not None and m[0] == "deny"

@@ -62,6 +62,9 @@ class CommandVerdict:
     # rule naming the whole text (`env_text`, assignments included) may allow it.
     env_risk: str | None = None
     env_text: str = ""  # the command as written: assignments, wrappers and arguments
+    # Directories whose files the command reads, all of them (`grep -r`, `rg`, `git grep`,
+    # `diff -r`): a Read deny rule for any file beneath them concerns it.
+    recursive_reads: list[Path] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {
@@ -319,12 +322,34 @@ class _Walker:
         for value in verdict.read_values:
             if value not in _HARMLESS_READS and self._names_file(value):
                 v.reads.append(self.resolve(os.path.expanduser(value)))
+        if not self.skip_reads:
+            v.recursive_reads = self._recursive_reads(u.argv, v.reads)
         if verdict.follows_links and not self.skip_reads:
             problem = self._follow_links(v)
             if problem:
                 return problem
         v.reason = verdict.reason
         return None
+
+    def _recursive_reads(self, argv: list[str], reads: list[Path]) -> list[Path]:
+        """The directories a content-reading walker reads everything under."""
+        name = command_name(argv[0]) if argv else None
+        args = argv[1:]
+        dirs = [p for p in reads if os.path.isdir(p)]
+        if name in ("grep", "egrep", "fgrep"):
+            recursive = any(a in ("--recursive", "--dereference-recursive", "--directories=recurse", "-drecurse")
+                            or (a.startswith("-") and not a.startswith("--") and ("r" in a or "R" in a)) for a in args)
+            return (dirs or [self.cwd]) if recursive else []
+        if name == "rg":
+            if any(a in ("--files", "--type-list") for a in args):
+                return []  # names, not contents
+            files_only = reads and not dirs
+            return [] if files_only else (dirs or [self.cwd])
+        if name == "git" and "grep" in args:
+            return [self.cwd]
+        if name == "diff":
+            return dirs
+        return []
 
     def _names_file(self, value: str) -> bool:
         """Does an option value or operand name a file? (path-like, or an existing name)"""
