@@ -89,3 +89,16 @@ def test_mixed_line_endings_keep_the_replaced_lines_ending(ws, make_session, old
     r = s.call("Edit", {"file_path": "m.txt", "old_string": old, "new_string": new})
     assert not r.is_error, r.text
     assert (ws / "m.txt").read_bytes() == expected
+
+
+@pytest.mark.parametrize("size", [200_000, 2_000_000])  # the in-memory and the streamed path
+def test_replace_all_cannot_grow_a_file_past_the_cap(ws, make_session, size):
+    data = ("ab\n" * (size // 3)).encode()
+    (ws / "f.txt").write_bytes(data)
+    s = make_session(mode="acceptEdits", settings={"edit": {"maxFileMB": 8}})
+    s.call("Read", {"file_path": "f.txt", "limit": 1})
+    r = s.call("Edit", {"file_path": "f.txt", "old_string": "a", "new_string": "x" * 2048, "replace_all": True})
+    assert r.is_error and "over the limit" in r.text and "edit.maxFileMB" in r.text
+    assert (ws / "f.txt").read_bytes() == data  # nothing written
+    ok = s.call("Edit", {"file_path": "f.txt", "old_string": "a", "new_string": "xy", "replace_all": True})
+    assert not ok.is_error

@@ -25,7 +25,7 @@ from .codec import (
 )
 from .lines import LineIndexCache, format_row
 from .lookup import did_you_mean
-from .matching import EditError, _find_all, _splice, replace
+from .matching import DEFAULT_MAX_RESULT, EditError, _find_all, _splice, replace
 from .state import MODIFIED, FileStates
 from .streamed import try_streamed_edit
 
@@ -135,6 +135,7 @@ def apply_edits(
     states: FileStates,
     show: Callable[[Path], str],
     line_indexes: LineIndexCache | None = None,
+    max_bytes: int | None = DEFAULT_MAX_RESULT,
 ) -> EditOutcome:
     """Apply every edit in order and write the result, or raise EditError having written nothing.
 
@@ -142,14 +143,14 @@ def apply_edits(
     if len(edits) == 1:
         e = edits[0]
         streamed = try_streamed_edit(path, e.old_string, e.new_string, e.replace_all, _BYTE_SAFE, states,
-                                     show, write=write_atomic, line_indexes=line_indexes)
+                                     show, write=write_atomic, line_indexes=line_indexes, max_bytes=max_bytes)
         if streamed is not None:
             done, fmt = streamed
             return EditOutcome(done.window, b"", fmt, False, [done.count], ["exact"],
                                (done.window_lo, done.window_hi), size=done.size, line_base=done.line_base)
     st, raw, fmt = load_for_edit(path, edits[0].old_string, states, show)
     created = st is None
-    fast = _exact_on_bytes(raw, fmt, edits)
+    fast = _exact_on_bytes(raw, fmt, edits, max_bytes)
     if fast is not None:
         data, counts, (lo, hi) = fast
         text: str | bytes = data
@@ -161,7 +162,7 @@ def apply_edits(
             raise EditError(
                 f"{show(path)} cannot be decoded as {fmt.encoding} ({e.reason}); it was not changed."
             ) from None
-        text, counts, hows, (lo, hi) = _apply_on_text(text, fmt, edits)
+        text, counts, hows, (lo, hi) = _apply_on_text(text, fmt, edits, max_bytes)
         try:
             data = fmt.encode(text)
         except UnicodeEncodeError as e:
@@ -195,7 +196,7 @@ _BYTE_SAFE = {"utf-8", "cp1252", "iso8859-1", "iso8859-15", "cp1250", "cp1251", 
               "iso8859-5", "koi8-r", "cp1253", "cp1254", "cp1257", "mac-roman", "cp437", "cp850"}
 
 
-def _exact_on_bytes(raw: bytes, fmt: TextFormat, edits: list[EditSpec]):
+def _exact_on_bytes(raw: bytes, fmt: TextFormat, edits: list[EditSpec], max_bytes: int | None = DEFAULT_MAX_RESULT):
     """The common case without decoding the file: every edit matches exactly (or after LF→CRLF)
     and uniquely (or replace_all). Returns (bytes, counts, region) or None to take the text path,
     which also produces every error message."""
@@ -220,7 +221,7 @@ def _exact_on_bytes(raw: bytes, fmt: TextFormat, edits: list[EditSpec]):
                 starts = _find_all(body, old_b)
             if not starts or (len(starts) > 1 and not e.replace_all):
                 return None
-            out, end = _splice(body, starts, len(old_b), new_b)
+            out, end = _splice(body, starts, len(old_b), new_b, max_bytes)
             delta = len(out) - len(body)
             if lo is None:
                 lo, hi = starts[0], end
@@ -235,14 +236,15 @@ def _exact_on_bytes(raw: bytes, fmt: TextFormat, edits: list[EditSpec]):
     return (raw[:shift] + body, counts, (lo + shift, hi + shift))
 
 
-def _apply_on_text(text: str, fmt: TextFormat, edits: list[EditSpec]):
+def _apply_on_text(text: str, fmt: TextFormat, edits: list[EditSpec], max_bytes: int | None = DEFAULT_MAX_RESULT):
     counts: list[int] = []
     hows: list[str] = []
     lo = hi = None
     for i, edit in enumerate(edits):
         try:
             applied = replace(
-                text, edit.old_string, edit.new_string, replace_all=edit.replace_all, eol=fmt.eol
+                text, edit.old_string, edit.new_string, replace_all=edit.replace_all, eol=fmt.eol,
+                limit=max_bytes,
             )
         except EditError as e:
             if len(edits) == 1:

@@ -88,7 +88,21 @@ def _find_all(hay: str, needle: str) -> list[int]:
     return out
 
 
-def _splice(text: str, starts: list[int], length: int, new: str | list[str]) -> tuple[str, int]:
+# The largest result an edit may produce (characters or bytes); `apply_edits` sets it from the
+# `edit.maxFileMB` setting. Checked before the result is built: `replace_all` of a short string
+# with a long one multiplies a file (200 KB → 396 MB was seen).
+DEFAULT_MAX_RESULT = 256 * 1024 * 1024
+
+
+def _splice(text: str, starts: list[int], length: int, new: str | list[str],
+            limit: int | None = DEFAULT_MAX_RESULT) -> tuple[str, int]:
+    if limit is not None:
+        grown = len(text) + sum((len(new[k]) if isinstance(new, list) else len(new)) - length for k in range(len(starts)))
+        if grown > limit:
+            raise EditError(
+                f"The edit would make the file {grown:,} {'bytes' if isinstance(text, bytes) else 'characters'} "
+                f"long, over the limit of {limit:,} (setting edit.maxFileMB); nothing was written. Replace "
+                "fewer occurrences, or a longer old_string with a shorter new_string.")
     parts = []
     prev = 0
     end = 0
@@ -122,7 +136,8 @@ def _attempts(text: str, old: str, new: str, eol: str):
             yield normalise_quotes(apply_eol(old, "\r\n")), apply_eol(new, "\r\n"), norm_text, "quotes"
 
 
-def replace(text: str, old: str, new: str, *, replace_all: bool = False, eol: str = "\n") -> Applied:
+def replace(text: str, old: str, new: str, *, replace_all: bool = False, eol: str = "\n",
+            limit: int | None = DEFAULT_MAX_RESULT) -> Applied:
     """Apply one edit to `text`, or raise EditError."""
     if old == new:
         raise EditError(
@@ -168,7 +183,7 @@ def replace(text: str, old: str, new: str, *, replace_all: bool = False, eol: st
                 starts = starts[:1]
             if eol == "mixed":
                 reps = [_ending_of_line_at(text, s, r) for s, r in zip(starts, reps if isinstance(reps, list) else [reps] * len(starts))]
-            result, end = _splice(text, starts, len(needle), reps)
+            result, end = _splice(text, starts, len(needle), reps, limit)
             label = how if not suffix else (f"{suffix}, {how}" if how != "exact" else suffix)
             return Applied(result, len(starts), starts[0], end, label)
     raise EditError(_not_found_message(text, stripped_old or old))

@@ -54,6 +54,7 @@ def try_streamed_edit(
     show: Callable[[Path], str],
     write: Callable = write_atomic,
     line_indexes: LineIndexCache | None = None,
+    max_bytes: int | None = None,
 ) -> tuple[StreamedEdit, TextFormat] | None:
     """Apply one exact edit by streaming, or None when the in-memory path must decide.
 
@@ -74,13 +75,13 @@ def try_streamed_edit(
         return None
     try:
         return _edit_open_file(fd, path, old_string, new_string, replace_all, byte_safe, states, show, write,
-                               line_indexes)
+                               line_indexes, max_bytes)
     finally:
         os.close(fd)
 
 
 def _edit_open_file(fd, path, old_string, new_string, replace_all, byte_safe, states, show, write,
-                    line_indexes):
+                    line_indexes, max_bytes=None):
     st = os.fstat(fd)
     if not stat_mod.S_ISREG(st.st_mode) or st.st_size == 0:
         return None
@@ -135,6 +136,11 @@ def _edit_open_file(fd, path, old_string, new_string, replace_all, byte_safe, st
     if prev < size:
         pieces.append((prev, size - prev))
     new_size = size + len(starts) * (len(new_b) - len(old_b))
+    if max_bytes is not None and new_size > max_bytes:
+        raise EditError(
+            f"The edit would make the file {new_size:,} bytes long, over the limit of {max_bytes:,} "
+            "(setting edit.maxFileMB); nothing was written. Replace fewer occurrences, or a longer "
+            "old_string with a shorter new_string.")
     lo = starts[0]
     hi = starts[-1] + len(new_b) + (len(starts) - 1) * (len(new_b) - len(old_b))
 

@@ -136,6 +136,11 @@ class ReadSettings(Section):
     max_image_pixels: int = setting(1_150_000, "…and to at most this many pixels in all.", gt=0)
 
 
+class EditSettings(Section):
+    max_file_mb: int = setting(256, "Largest file an Edit or MultiEdit may produce, in MB (checked before writing).",
+                               gt=0, alias="maxFileMB")
+
+
 class IntelSettings(Section):
     diagnostics: bool = setting(True, "After Edit, MultiEdit, Write and ApplyPatch, report the problems the change introduced.")
     diagnostics_wait_ms: int = setting(2_000, "How long a language server may take to report those problems.", ge=0, le=10_000)
@@ -209,6 +214,7 @@ class SettingsModel(Section):
     grep: GrepSettings = setting(GrepSettings(), "Grep.")
     glob: GlobSettings = setting(GlobSettings(), "Glob.")
     read: ReadSettings = setting(ReadSettings(), "Read.")
+    edit: EditSettings = setting(EditSettings(), "Edit and MultiEdit.")
     intel: IntelSettings = setting(IntelSettings(), "Code intelligence: the LSP and RepoMap tools, diagnostics after edits.")
     hooks: dict[HookEvent, list[MatcherGroupModel]] = setting(
         {}, "Claude Code's hooks: programs run around tool calls. A workspace's own hooks run only in a "

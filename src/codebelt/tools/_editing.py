@@ -50,7 +50,7 @@ def run_edits(file_path: str, specs: list[EditSpec], ctx: ToolContext) -> ToolRe
     checked = _diagnostics.before(ctx, path)
     try:
         outcome = apply_edits(path, specs, ctx.service(file_states), ctx.workspace.relative,
-                              line_indexes=ctx.service(line_indexes))
+                              line_indexes=ctx.service(line_indexes), max_bytes=ctx.settings.edit.max_file_mb << 20)
     except EditError as e:
         raise ToolError(str(e)) from None
     result = ToolResult(describe_outcome(rel, outcome), data=outcome_data(rel, outcome))
