@@ -6,7 +6,6 @@ safe (they all fire). For path tools the rule names paths (`Edit(src/**)`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ..errors import CodebeltError

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..settings.schema import HOOK_EVENTS as EVENTS
+from ..settings.schema import HOOK_EVENTS as EVENTS  # noqa: F401 - re-exported: the event names
 from ..settings.schema import PLAIN_MATCHER as _PLAIN
 
 TOOL_EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure")
