@@ -54,6 +54,18 @@ CASES = [
     ("claude-dir-missing", "mkdir -p .claude && echo '{{}}' > .claude/settings.json",
      {"bwrap": FAIL, "landlock": OK}, None),
     ("dotenv", "echo SECRET=1 >> .env", {"bwrap": FAIL, "landlock": OK}, None),
+    # Directories, not only files: `.git` is a mount point, so it cannot be renamed or replaced
+    # by a copy whose config would then run a program at the next git command on the host.
+    ("git-rename", "mv .git .g", {"bwrap": FAIL, "landlock": OK}, None),
+    ("git-replace", "cp -a .git .g2 && echo '[core] fsmonitor = id' >> .g2/config && rm -rf .git",
+     {"bwrap": FAIL, "landlock": OK}, None),
+    ("git-remove", "rm -rf .git", {"bwrap": FAIL, "landlock": OK}, None),
+    ("nested-git-config", "echo '[core]' >> nested/.git/config", {"bwrap": FAIL, "landlock": OK}, None),
+    ("nested-git-hook", "echo id > nested/.git/hooks/pre-commit", {"bwrap": FAIL, "landlock": OK}, None),
+    ("submodule-config", "echo '[core]' >> .git/modules/sub/config", {"bwrap": FAIL, "landlock": OK}, None),
+    ("commondir", "echo /tmp > .git/commondir", {"bwrap": FAIL, "landlock": OK}, None),
+    ("nested-claude", "echo '{{}}' > pkg/.claude/settings.json", {"bwrap": FAIL, "landlock": OK}, None),
+    ("nested-dotenv", "echo X=1 >> pkg/.env.local", {"bwrap": FAIL, "landlock": OK}, None),
 ]
 
 
@@ -68,6 +80,13 @@ def workspace(ws: Path, tmp_path: Path) -> dict[str, str]:
     (ws / ".codebelt").mkdir()
     (ws / ".codebelt" / "settings.json").write_text('{"permissions": {}}\n')
     (ws / ".env").write_text("TOKEN=x\n")
+    subprocess.run([git, "init", "-q", str(ws / "nested")], check=True, timeout=30)
+    (ws / ".git" / "modules" / "sub" / "hooks").mkdir(parents=True)
+    (ws / ".git" / "modules" / "sub" / "config").write_text("[core]\n")
+    (ws / ".git" / "commondir").write_text(".\n")
+    (ws / "pkg" / ".claude").mkdir(parents=True)
+    (ws / "pkg" / ".claude" / "settings.json").write_text("{}\n")
+    (ws / "pkg" / ".env.local").write_text("A=1\n")
     outside = tmp_path / "outside"
     outside.mkdir()
     (ws / "out").symlink_to(outside)
@@ -89,6 +108,8 @@ def test_write_policy(case_id, command, expect, absent, backend, make_sandbox, w
         must_succeed = sb.ruleset.abi < 6
     target = Path(absent.format(**values)) if absent else None
     before = (ws / ".git" / "config").read_bytes()
+    protected = {p: p.read_bytes() for p in (ws / "nested" / ".git" / "config", ws / ".git" / "modules" / "sub" / "config",
+                                             ws / ".git" / "commondir", ws / "pkg" / ".env.local")}
     try:
         proc = run(sb, command.format(**values), ws)
         assert (proc.returncode == 0) == must_succeed, (
@@ -96,8 +117,9 @@ def test_write_policy(case_id, command, expect, absent, backend, make_sandbox, w
         )
         if target is not None:
             assert not target.exists(), f"{backend}: {case_id} created {target}"
-        if case_id == "git-config" and not must_succeed:
+        if not must_succeed:  # verified on the host: nothing protected changed, .git still there
             assert (ws / ".git" / "config").read_bytes() == before
+            assert all(p.read_bytes() == data for p, data in protected.items())
     finally:
         if target is not None and target.exists():
             shutil.rmtree(target) if target.is_dir() else target.unlink()

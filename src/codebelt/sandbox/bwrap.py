@@ -44,8 +44,8 @@ def sandbox_args(config: SandboxConfig, cwd: Path) -> list[str]:
     for d in config.writable:
         args += ["--bind", str(d), str(d)]
     for root in config.writable_roots:
-        for p in protected_paths(root, config.writable):
-            args += ["--ro-bind-try", str(p), str(p)]
+        for p, kind in protected_paths(root, config.writable):
+            args += ["--bind-try" if kind == "pin" else "--ro-bind-try", str(p), str(p)]
     args += ["--chdir", str(cwd)]
     return args
 
