@@ -87,10 +87,14 @@ def test_mcp_server_block_starts_each_server(scratch):
 def test_settings_example_is_valid(tmp_path):
     from codebelt.settings import load_settings
 
+    (tmp_path / "user.json").write_text(blocks("json")[0])
+    s = load_settings(tmp_path, settings_file=tmp_path / "user.json", load_user=False)
+    assert s.sandbox.auto_allow_bash is True and any(r.text == "Edit(src/**)" for r in s.rules)
+    # from a repository's own file, the sandbox keys are dropped (with a warning), the rules kept
     (tmp_path / ".codebelt").mkdir()
     (tmp_path / ".codebelt" / "settings.json").write_text(blocks("json")[0])
     s = load_settings(tmp_path, load_user=False)
-    assert s.sandbox.auto_allow_bash is True and any(r.text == "Edit(src/**)" for r in s.rules)
+    assert s.sandbox.auto_allow_bash is None and any(r.text == "Edit(src/**)" for r in s.rules)
 
 
 def test_set_up_commands():

@@ -208,6 +208,7 @@ class Session:
                 self.settings, self.workspace, self.mode,
                 tool_families=families,
                 sandbox_contains=self._sandbox_contains,
+                jail_available=self._jail_available,
             )
             self._audit = None
             if audit:
@@ -361,6 +362,9 @@ class Session:
         from .tools._services import sandbox
 
         return self.service(sandbox)
+
+    def _jail_available(self) -> bool:
+        return self.sandbox().jail.backend is not None
 
     def _sandbox_contains(self) -> bool:
         status = self.sandbox().status

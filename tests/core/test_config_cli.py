@@ -12,8 +12,8 @@ import pytest
 
 from codebelt.cli import main
 
-BAD = {"sandbox": {"limits": {"processes": "many"}}}
-BAD_KEY = "sandbox.limits.processes must be an integer"
+BAD = {"grep": {"headLimit": "many"}}  # a key every kind of settings file may set
+BAD_KEY = "grep.headLimit must be an integer"
 
 
 def write(path: Path, data) -> None:
@@ -66,13 +66,18 @@ def test_bad_api_settings_raise_settings_error(ws):
 def test_values_and_their_sources(ws, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     write(tmp_path / "cfg/codebelt/settings.json", {"grep": {"headLimit": 50}, "permissions": {"deny": ["Read(./.env)"]}})
-    write(ws / ".codebelt/settings.json", {"sandbox": {"network": True}, "search": {"ripgrepPath": "/evil/rg"},
+    write(ws / ".codebelt/settings.json", {"bash": {"defaultTimeoutMs": 5000}, "search": {"ripgrepPath": "/evil/rg"},
+                                           "sandbox": {"network": True, "mode": "off", "autoAllowBash": True},
                                            "permissions": {"allow": ["Bash(make *)"]}})
     code, out, _ = run_config(capsys, "--root", str(ws), "--json", "--mode", "plan")
     assert code == 0
     report = json.loads(out)
-    assert report["settings"]["sandbox"]["network"] is True
-    assert report["sources"]["sandbox.network"] == ".codebelt/settings.json"
+    assert report["settings"]["bash"]["defaultTimeoutMs"] == 5000
+    assert report["sources"]["bash.defaultTimeoutMs"] == ".codebelt/settings.json"
+    # nor weaken the sandbox: the sandbox section is the user's alone
+    assert report["settings"]["sandbox"]["network"] is False and report["settings"]["sandbox"]["mode"] == "auto"
+    assert report["settings"]["sandbox"]["autoAllowBash"] is None
+    assert all(any(key in w for w in report["warnings"]) for key in ("sandbox.network", "sandbox.mode", "sandbox.autoAllowBash"))
     assert report["settings"]["grep"]["headLimit"] == 50 and report["sources"]["grep.headLimit"].endswith("settings.json")
     assert report["sources"]["permissions.defaultMode"] == "session arguments"
     assert report["sources"]["glob.maxResults"] == "default"
@@ -84,7 +89,7 @@ def test_values_and_their_sources(ws, tmp_path, monkeypatch, capsys):
     assert any(b == "deny" and r == "Read(./.env)" for b, r, _ in rules)
     # the text form says the same
     code, text, _ = run_config(capsys, "--root", str(ws))
-    assert code == 0 and "sandbox.network" in text and "(.codebelt/settings.json)" in text and "Bash(make *)" in text
+    assert code == 0 and "bash.defaultTimeoutMs" in text and "(.codebelt/settings.json)" in text and "Bash(make *)" in text
 
 
 def test_schema_describes_every_section_and_the_workspace_allow_list(capsys):
@@ -102,8 +107,8 @@ def test_schema_validates_what_the_loader_accepts(ws, tmp_path):
 
     example = {"$schema": "https://example/codebelt.schema.json", "permissions": {"allow": ["Edit(src/**)"]},
                "sandbox": {"mode": "bwrap", "limits": {"fileSizeMB": 10}}, "grep": {"exclude": "*.min.js"}}
-    write(ws / ".codebelt/settings.json", example)
-    s = load_settings(ws, load_user=False)
+    write(tmp_path / "user.json", example)
+    s = load_settings(ws, settings_file=tmp_path / "user.json", load_user=False)
     assert s.sandbox.limits.file_size_mb == 10 and s.grep.exclude == ["*.min.js"]
     assert set(example) - {"$schema"} <= set(json_schema()["properties"])
 

@@ -72,13 +72,15 @@ def _report(session, a, decision, cwd: Path) -> dict[str, Any]:
 
 
 def _sandbox(session) -> dict[str, Any]:
-    if session.settings.sandbox.mode == "off":
-        return {"active": False, "reason": "sandbox.mode is off"}
     try:
         st = session.sandbox().status
-        return {"active": bool(st.active), "backend": st.backend, "reason": st.reason}
     except Exception as e:  # noqa: BLE001 - explanation only; the decision already treated it as off
-        return {"active": False, "reason": f"sandbox unavailable: {e}"}
+        return {"active": False, "reason": f"sandbox unavailable: {e}", "jail": None, "jail_reason": str(e)}
+    out = {"active": bool(st.active), "backend": st.backend, "reason": st.reason,
+           "jail": st.jail, "jail_reason": st.jail_reason}
+    if session.settings.sandbox.mode == "off":
+        out["reason"] = "sandbox.mode is off"
+    return out
 
 
 def _text(r: dict[str, Any]) -> str:
@@ -112,6 +114,7 @@ def _text(r: dict[str, Any]) -> str:
         lines.append("rules: none match")
     sb = r["sandbox"]
     lines.append(f"sandbox: {'active (' + str(sb.get('backend')) + ')' if sb.get('active') else 'off'} — {sb.get('reason', '')}")
+    lines.append(f"read-only jail: {sb.get('jail') or 'none'} — {sb.get('jail_reason', '')}")
     lines.append(f"mode: {r['mode']}")
     lines.append(f"decision: {r['decision'].upper()} — {r['reason']}")
     if r["suggestion"] and r["decision"] != "allow":

@@ -6,7 +6,10 @@ Policy, in order:
 - complex (not reducible to simple commands) → ask, unless a rule matches the whole text;
 - per simple command: deny rule → deny; dangerous → deny unless an allow rule names it;
   ask rule or a must-ask reason (force push to a protected branch) → ask; allow rule → allow;
-  read-only → allow; sandboxed auto-allow (see PermissionEngine.sandbox_auto_allow) → allow;
+  read-only → allow (run in the read-only jail; where none can be built, or the command mixes
+  read-only parts with others, only programs modelled exactly stay read-only, unless the write
+  sandbox contains the command anyway); sandboxed auto-allow (see
+  PermissionEngine.sandbox_auto_allow) → allow;
   otherwise the mode decides (bypassPermissions allow, plan/dontAsk deny, default/acceptEdits ask);
 - files written by redirections are Edit requests and files read by read-only commands are
   Read requests, decided by the engine's path logic;
@@ -34,12 +37,14 @@ class CommandPolicy:
     module never imports the engine)."""
 
     def __init__(self, rules: RuleSet, mode: str, workspace: "Workspace",
-                 decide_path: Callable[[PathRequest], Decision], sandbox_auto_allow: Callable[[], bool]):
+                 decide_path: Callable[[PathRequest], Decision], sandbox_auto_allow: Callable[[], bool],
+                 jail_available: Callable[[], bool] = lambda: False):
         self.rules = rules
         self.mode = mode
         self.workspace = workspace
         self.decide_path = decide_path
         self.sandbox_auto_allow = sandbox_auto_allow
+        self.jail_available = jail_available
 
     def analyze(self, request: CommandRequest) -> "Analysis":
         """The request's analysis: the one it carries, or made now from its parse (or text)."""
@@ -76,7 +81,7 @@ def decide_analysis(engine: CommandPolicy, a: "Analysis") -> Decision:
         if a.too_long:
             return _ask_or_mode(engine, what)
         return _mode(engine, f"{what}; it cannot be checked part by part", None)
-    decisions = [_decide_part(engine, v) for v in a.commands]
+    decisions = _unjailed(engine, a.commands, [_decide_part(engine, v) for v in a.commands])
     if not decisions:
         return Decision.allow("allowed: empty command", "read-only")
     for behavior in ("deny", "ask"):
@@ -86,6 +91,29 @@ def decide_analysis(engine: CommandPolicy, a: "Analysis") -> Decision:
     if all(d.decided_by == "read-only" for d in decisions):
         return Decision.allow("allowed: read-only command", "read-only")
     return next((d for d in decisions if d.decided_by != "read-only"), decisions[0])
+
+
+def _unjailed(engine: CommandPolicy, verdicts: list["CommandVerdict"], decisions: list[Decision]) -> list[Decision]:
+    """A read-only verdict lets a command run unasked because the read-only jail backs it: the
+    command runs there when every part of it is read-only and a jail works here. Otherwise only
+    programs whose every argument is modelled (`exact`) keep that verdict — or any, when the
+    write sandbox contains the command anyway (sandboxed auto-allow)."""
+    loose = [i for i, d in enumerate(decisions) if d.decided_by == "read-only" and not verdicts[i].exact]
+    if not loose:
+        return decisions
+    whole = all(d.decided_by == "read-only" for d in decisions)
+    if whole and engine.jail_available():
+        return decisions
+    if engine.sandbox_auto_allow():
+        return decisions
+    why = ("no read-only jail works here" if whole
+           else "it runs together with commands that are not read-only, so outside the read-only jail")
+    out = list(decisions)
+    for i in loose:
+        v = verdicts[i]
+        out[i] = _mode(engine, f"`{_short(v.rule_text)}` looks read-only, but {why}, and only programs "
+                       "whose arguments are all modelled run unjailed without asking", v)
+    return out
 
 
 def _decide_part(engine: CommandPolicy, v: "CommandVerdict") -> Decision:

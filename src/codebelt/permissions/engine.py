@@ -7,7 +7,9 @@ are decided by `permissions.bash` on the analysis of `shell.analysis`; the rest 
 
 from __future__ import annotations
 
+import os
 import re
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
@@ -22,6 +24,9 @@ if TYPE_CHECKING:
     from ..shell.analysis.analyze import Analysis
     from ..workspace import Workspace
 
+MASK_SCAN = 20_000  # entries the walk for Read-deny masks looks at
+MASK_TTL_S = 5.0  # and how long its answer is reused
+
 # Sandbox modes someone chose on purpose: they opt into running unprovable commands unasked.
 EXPLICIT_SANDBOX_MODES = ("bwrap", "landlock", "required")
 
@@ -31,7 +36,9 @@ class PermissionEngine:
 
     `tool_families` maps tool names to the path-rule family that covers them (`"read"`,
     `"edit"`), as each tool declares it. `sandbox_contains` answers whether Bash commands run in
-    a sandbox that keeps protected paths read-only (asked lazily: probing it starts processes).
+    a sandbox that keeps protected paths read-only (asked lazily: probing it starts processes);
+    `jail_available` whether commands judged read-only run in the read-only jail (without one,
+    only exactly modelled programs stay read-only).
     """
 
     def __init__(
@@ -42,13 +49,17 @@ class PermissionEngine:
         *,
         tool_families: Mapping[str, str] | None = None,
         sandbox_contains: Callable[[], bool] | None = None,
+        jail_available: Callable[[], bool] | None = None,
     ):
         self.settings = settings
         self.workspace = workspace
         self.mode = mode or settings.permissions.default_mode
         self.rules = RuleSet(parse_rules(settings.rules, workspace.root), dict(tool_families or {}))
         self._sandbox_contains = sandbox_contains
-        self._commands = CommandPolicy(self.rules, self.mode, workspace, self.decide_path, self.sandbox_auto_allow)
+        self._jail_available = jail_available
+        self._masks: tuple[float, list[Path]] | None = None
+        self._commands = CommandPolicy(self.rules, self.mode, workspace, self.decide_path, self.sandbox_auto_allow,
+                                       self.jail_available)
 
     # -- questions other parts ask ---------------------------------------------------------------
     def has_rules(self, behavior: str) -> bool:
@@ -77,6 +88,42 @@ class PermissionEngine:
         try:
             return bool(self._sandbox_contains())
         except Exception:  # noqa: BLE001 - a missing or failing sandbox means: no sandbox
+            return False
+
+    def read_denied_paths(self) -> list[Path]:
+        """Files and directories in the workspace roots that a Read deny rule covers (the read-only
+        jail masks them). A bounded walk (MASK_SCAN entries, skipping what it masks), reused for
+        a few seconds; nothing to walk when there are no deny rules."""
+        if not self.rules.has("deny"):
+            return []
+        now = time.monotonic()
+        if self._masks is not None and now - self._masks[0] < MASK_TTL_S:
+            return self._masks[1]
+        found: list[Path] = []
+        seen = 0
+        stack = list(self.workspace.roots)
+        while stack and seen < MASK_SCAN:
+            d = stack.pop()
+            try:
+                with os.scandir(d) as it:
+                    for e in it:
+                        seen += 1
+                        p = Path(e.path)
+                        if self.rules.read_denied(p):
+                            found.append(p)
+                        elif e.is_dir(follow_symlinks=False):
+                            stack.append(p)
+            except OSError:
+                continue
+        self._masks = (now, found)
+        return found
+
+    def jail_available(self) -> bool:
+        if self._jail_available is None:
+            return False
+        try:
+            return bool(self._jail_available())
+        except Exception:  # noqa: BLE001 - a failing sandbox means: no jail
             return False
 
     # -- decisions ----------------------------------------------------------------------------

@@ -27,8 +27,9 @@ def find_bwrap() -> str | None:
     return next((p for p in DEFAULT_PATHS if os.access(p, os.X_OK)), None)
 
 
-def sandbox_args(config: SandboxConfig, cwd: Path) -> list[str]:
-    """bwrap options (without the binary and the command) for one command run in `cwd`."""
+def sandbox_args(config: SandboxConfig, cwd: Path, protect: bool = True) -> list[str]:
+    """bwrap options (without the binary and the command) for one command run in `cwd`;
+    `protect=False` leaves out the protected paths (the probe only asks whether bwrap runs)."""
     args = [
         "--die-with-parent",  # the runner killing bwrap kills the whole sandbox
         "--new-session",  # no controlling terminal: no TIOCSTI keystroke injection
@@ -43,15 +44,15 @@ def sandbox_args(config: SandboxConfig, cwd: Path) -> list[str]:
         args.append("--unshare-net")
     for d in config.writable:
         args += ["--bind", str(d), str(d)]
-    for root in config.writable_roots:
+    for root in config.writable_roots if protect else ():
         for p, kind in protected_paths(root, config.writable):
             args += ["--bind-try" if kind == "pin" else "--ro-bind-try", str(p), str(p)]
     args += ["--chdir", str(cwd)]
     return args
 
 
-def wrap_argv(bwrap: str, config: SandboxConfig, argv: list[str], cwd: Path) -> list[str]:
-    return [bwrap, *sandbox_args(config, cwd), "--", *argv]
+def wrap_argv(bwrap: str, config: SandboxConfig, argv: list[str], cwd: Path, protect: bool = True) -> list[str]:
+    return [bwrap, *sandbox_args(config, cwd, protect), "--", *argv]
 
 
 def explain_failure(stderr: str, returncode: int) -> str:

@@ -73,6 +73,8 @@ class SandboxConfig:
     network: bool = False
     limits: Limits = field(default_factory=Limits)
     name: str = "codebelt"  # used to name the session's cgroup
+    allow_unix_sockets: bool = False  # with the network off, Unix sockets may still be created
+    jail: bool = True  # run commands judged read-only in the read-only jail (whatever the mode)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -97,4 +99,6 @@ class SandboxConfig:
             network=sandbox.network,
             limits=Limits(lim.processes, lim.file_size_mb, lim.core_dumps, lim.memory_mb),
             name=name,
+            allow_unix_sockets=sandbox.allow_unix_sockets,
+            jail=sandbox.jail,
         )

@@ -25,6 +25,7 @@ import ctypes.util
 import errno
 import os
 import platform
+import stat
 from pathlib import Path
 
 # Syscall numbers are the same on x86_64 and aarch64 (and every arch using the generic table).
@@ -64,11 +65,15 @@ WRITE_V1 = (
 )
 # What a file (not a directory) rule may grant.
 FILE_RIGHTS = FS_WRITE_FILE | FS_TRUNCATE
+# Handled only in the read-only jail, where reading is limited to what the rules grant.
+READ_RIGHTS = FS_READ_FILE | FS_READ_DIR | FS_EXECUTE
 
-# Devices any command may write to, like a normal shell (/dev/shm: POSIX semaphores and shared
-# memory, e.g. Python's multiprocessing; it is a tmpfs, nothing there survives a reboot).
+# Devices any command may write to, like a normal shell. Not /dev/shm: it is shared with every
+# process on the host (and survives the session), so a command could leave things there for
+# others to pick up; POSIX shared memory and named semaphores fail under Landlock (bwrap gives
+# each command a private one).
 WRITABLE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx")
-WRITABLE_DEVICE_DIRS = ("/dev/pts", "/dev/shm")
+WRITABLE_DEVICE_DIRS = ("/dev/pts",)
 
 
 class LandlockError(OSError):
@@ -140,7 +145,10 @@ def _fs_rights(abi: int) -> int:
 class Ruleset:
     """A built Landlock ruleset (an open fd) that children apply with `restrict_in_child`."""
 
-    def __init__(self, writable: list[Path], network: bool, abi: int | None = None):
+    def __init__(self, writable: list[Path], network: bool, abi: int | None = None,
+                 readable: list[Path] | None = None):
+        """`readable`: None leaves reads unhandled (allowed everywhere); a list handles reading
+        and executing too and grants them beneath these paths only (the read-only jail)."""
         if abi is None:
             abi, why = abi_version()
             if abi <= 0:
@@ -148,6 +156,8 @@ class Ruleset:
         self.abi = abi
         self.network = network
         handled_fs = _fs_rights(abi)
+        if readable is not None:
+            handled_fs |= READ_RIGHTS
         attr = _RulesetAttr(handled_fs, 0, 0)
         size = 8
         if abi >= 4:
@@ -170,10 +180,14 @@ class Ruleset:
         try:
             for d in writable:
                 self._allow(d, handled_fs, must_exist=True)
-            for d in WRITABLE_DEVICE_DIRS:
-                self._allow(Path(d), handled_fs & ~FS_REFER & ~FS_MAKE_CHAR & ~FS_MAKE_BLOCK)
+            if readable is None:
+                for d in WRITABLE_DEVICE_DIRS:
+                    self._allow(Path(d), handled_fs & ~FS_REFER & ~FS_MAKE_CHAR & ~FS_MAKE_BLOCK)
+            else:
+                for p in readable:
+                    self._allow(p, READ_RIGHTS)
             for dev in WRITABLE_DEVICES:
-                self._allow(Path(dev), handled_fs & FILE_RIGHTS)
+                self._allow(Path(dev), handled_fs & (FILE_RIGHTS | FS_READ_FILE))
         except BaseException:
             self.close()
             raise
@@ -189,6 +203,8 @@ class Ruleset:
                 raise LandlockError(e.errno, f"cannot open {path} for a Landlock rule: {e.strerror}")
             return  # an optional device that this machine does not have
         try:
+            if not stat.S_ISDIR(os.fstat(fd).st_mode):  # a file rule takes file rights only
+                rights &= FILE_RIGHTS | FS_READ_FILE | FS_EXECUTE
             attr = _PathBeneathAttr(rights, fd)
             _check(
                 _syscall().syscall(

@@ -7,6 +7,9 @@
   backend), else a function `(argv, cwd, env) -> (argv', env', preexec_fn)` to spawn with.
   Raises `SandboxUnavailable` when the settings demand a sandbox that does not work here
   (`required`, or a forced `bwrap` / `landlock`).
+- `.jail_wrapper(masked)`: the read-only jail (jail.py) for commands that run without asking
+  because they were judged read-only, or None when no backend can build one here; `.jail` says
+  which backend builds it, or why none does.
 - `.explain_denial(output_tail, exit_code) -> str | None`: a sentence when a failed command
   looks blocked by the sandbox, naming the setting that would allow it.
 
@@ -18,7 +21,9 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,6 +32,8 @@ from typing import Any, Callable
 from ..errors import SandboxUnavailable
 from . import bwrap as _bwrap
 from . import denial as _denial
+from . import jail as _jail
+from . import seccomp as _seccomp
 from .config import SandboxConfig
 from .limits import MemoryCap, ProcessCap, apply_rlimits, rlimits
 from .protected import placeholders
@@ -49,6 +56,14 @@ class SandboxStatus:
     protected_paths: bool = False  # protected paths inside the workspace are read-only
     process_limit: str = ""  # how the process cap is enforced (or why it is not)
     memory_limit: str = ""  # how the memory cap is enforced (or why it is not)
+    jail: str | None = None  # backend of the read-only jail, None when there is none
+    jail_reason: str = ""  # what the jail enforces, or why there is none
+
+
+@dataclass(frozen=True)
+class JailStatus:
+    backend: str | None  # "bwrap" | "landlock" | None
+    reason: str
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -70,7 +85,13 @@ class Sandbox:
         self._made: list[Path] = []  # placeholders this session created
         self._lock = threading.Lock()
         self.config = config
-        self.status = self._select()
+        self.jail_ruleset = None  # landlock.Ruleset of the read-only jail
+        self._jail_root: Path | None = None  # scratch directories of Landlock-jailed commands
+        self._jail_root_made = False
+        self._filters: dict[frozenset[int], _seccomp.SocketFilter] = {}
+        status = self._select()
+        self.jail = self._select_jail(status)
+        self.status = SandboxStatus(**{**asdict(status), "jail": self.jail.backend, "jail_reason": self.jail.reason})
 
     # -- selection -------------------------------------------------------------------------
     def _select(self) -> SandboxStatus:
@@ -143,7 +164,11 @@ class Sandbox:
 
     def _run_probe(self, backend: str) -> tuple[bool, str, int]:
         cwd = self.config.writable_roots[0] if self.config.writable_roots else Path("/")
-        argv, env, preexec = self._wrap(backend, [TRUE], cwd, dict(os.environ), create=False)
+        if backend.startswith("jail-"):
+            argv, env, preexec, *cleanup = self._wrap_jail(backend, [TRUE], cwd, dict(os.environ), [])
+        else:
+            argv, env, preexec = self._wrap(backend, [TRUE], cwd, dict(os.environ), create=False)
+            cleanup = []
         try:
             proc = subprocess.run(
                 argv, cwd=cwd, env=env, preexec_fn=preexec, stdin=subprocess.DEVNULL,
@@ -154,6 +179,9 @@ class Sandbox:
             return False, f"`true` did not finish within {PROBE_TIMEOUT:.0f} s", -1
         except (OSError, subprocess.SubprocessError) as e:
             return False, f"{type(e).__name__}: {e}", -1
+        finally:
+            for done in cleanup:
+                done()
         return proc.returncode == 0, proc.stderr.decode(errors="replace"), proc.returncode
 
     # -- wrapping --------------------------------------------------------------------------
@@ -182,10 +210,15 @@ class Sandbox:
         if backend == "bwrap":
             if create:
                 self._make_placeholders()
-            argv = _bwrap.wrap_argv(self.bwrap_path or "bwrap", c, argv, cwd)
+            argv = _bwrap.wrap_argv(self.bwrap_path or "bwrap", c, argv, cwd, protect=create)
             restrict = None
         else:
             restrict = self.ruleset.restrict_in_child
+        sockets = self._socket_filter(backend)
+        return argv, env, self._preexec(pairs, restrict, sockets.install_in_child if sockets else None)
+
+    def _preexec(self, pairs, restrict, install_filter) -> Callable[[], None]:
+        cap, memory = self.cap, self.memory
 
         def preexec() -> None:  # runs in the child between fork and exec
             apply_rlimits(pairs)
@@ -195,8 +228,115 @@ class Sandbox:
                 memory.join_in_child()
             if restrict is not None:
                 restrict()
+            if install_filter is not None:
+                install_filter()
 
-        return argv, env, preexec
+        return preexec
+
+    def _socket_filter(self, backend: str | None, jailed: bool = False) -> "_seccomp.SocketFilter | None":
+        """Which socket families a command may create. Network on: any (no filter). Off: netlink
+        only — plus TCP/UDP under bwrap, whose network namespace has nothing but its own loopback
+        (a test server on 127.0.0.1 keeps working; bwrap itself needs one to bring that loopback
+        up), and Unix sockets only with `sandbox.allowUnixSockets` (a path socket reaches the
+        host's docker.sock or ssh-agent through the filesystem, which no namespace separates).
+        The jail: the same, never Unix sockets."""
+        if self.config.network and not jailed:
+            return None
+        if not _seccomp.supported()[0]:
+            return None
+        families = {_seccomp.AF_NETLINK}
+        if backend in ("bwrap", "jail-bwrap"):
+            families |= {_seccomp.AF_INET, _seccomp.AF_INET6}
+        if self.config.allow_unix_sockets and not jailed:
+            families.add(_seccomp.AF_UNIX)
+        key = frozenset(families)
+        with self._lock:
+            if key not in self._filters:
+                self._filters[key] = _seccomp.SocketFilter(key)
+            return self._filters[key]
+
+    # -- the read-only jail ----------------------------------------------------------------
+    def _select_jail(self, status: SandboxStatus) -> JailStatus:
+        if not self.config.jail:
+            return JailStatus(None, "sandbox.jail is off: commands judged read-only run unjailed, and only "
+                              "programs whose arguments are all modelled run without asking")
+        ok_filter, why_filter = _seccomp.supported()
+        if not ok_filter:
+            return JailStatus(None, f"no read-only jail: {why_filter}")
+        tried: list[str] = []
+        if self.bwrap_path or _bwrap.find_bwrap():
+            self.bwrap_path = self.bwrap_path or _bwrap.find_bwrap()
+            ok, err, code = self._run_probe("jail-bwrap")
+            if ok:
+                return JailStatus("bwrap", "bubblewrap: only the workspace, the additional directories and "
+                                  "system directories visible, all read-only; no network, no sockets")
+            tried.append(f"bwrap: {_bwrap.explain_failure(err, code)}")
+        from . import landlock
+
+        abi, why = landlock.abi_version()
+        if abi > 0:
+            try:
+                self.jail_ruleset = landlock.Ruleset(
+                    [self._scratch_root()], False, abi,
+                    readable=_jail.landlock_readable(list(self.config.writable_roots), self._readable_extra({})),
+                )
+                ok, err, code = self._run_probe("jail-landlock")
+                if ok:
+                    return JailStatus("landlock", f"Landlock ABI {abi} + seccomp: reads only in the workspace, "
+                                      "the additional directories and system directories; no writes; no sockets")
+                tried.append(f"landlock: `true` failed ({err.strip() or f'exit code {code}'})")
+            except OSError as e:
+                tried.append(f"landlock: {e}")
+            if self.jail_ruleset is not None:
+                self.jail_ruleset.close()
+                self.jail_ruleset = None
+        else:
+            tried.append(f"landlock: {why}")
+        return JailStatus(None, "no read-only jail works here (" + "; ".join(tried) + ")")
+
+    def _scratch_root(self) -> Path:
+        if self._jail_root is None:
+            base = self.config.temp_dir
+            if base is not None:
+                root = base / "jail"
+                root.mkdir(mode=0o700, exist_ok=True)
+            else:
+                root = Path(tempfile.mkdtemp(prefix="codebelt-jail-"))
+                self._jail_root_made = True
+            self._jail_root = root
+        return self._jail_root
+
+    @staticmethod
+    def _readable_extra(env: dict) -> list[Path]:
+        return _jail.path_dirs(env.get("PATH", os.environ.get("PATH")), env.get("HOME", os.environ.get("HOME")))
+
+    def jail_wrapper(self, masked: "list[Path] | tuple[Path, ...]" = ()) -> Wrapper | None:
+        """The read-only jail's wrapper (None: no jail here). `masked`: paths to hide (the
+        session's Read deny rules)."""
+        backend = self.jail.backend
+        if backend is None:
+            return None
+        masked = list(masked)
+        return lambda argv, cwd, env: self._wrap_jail(backend, list(argv), Path(cwd), dict(env), masked)
+
+    def _wrap_jail(self, backend: str, argv: list[str], cwd: Path, env: dict, masked: list[Path]) -> tuple:
+        c = self.config
+        cap, memory = self.cap, self.memory
+        pairs = rlimits(c.limits, cap.nproc_limit() if cap else None, memory.address_space if memory else None)
+        readable = self._readable_extra(env)
+        # a long command is read by bash from a script file: that one file is readable too
+        readable += [Path(a) for a in argv[1:2] if a.startswith("/") and os.path.isfile(a)]
+        sockets = self._socket_filter(backend, jailed=True)
+        if backend in ("bwrap", "jail-bwrap"):
+            env.update(TMPDIR="/tmp", HOME="/tmp")
+            args = _jail.bwrap_args(list(c.writable_roots), readable, masked, "/tmp", cwd)
+            argv = [self.bwrap_path or "bwrap", *args, "--", *argv]
+            return argv, env, self._preexec(pairs, None, sockets.install_in_child if sockets else None)
+        scratch = Path(tempfile.mkdtemp(prefix="run-", dir=self._scratch_root()))
+        env.update(TMPDIR=str(scratch), HOME=str(scratch))
+        restrict = self.jail_ruleset.restrict_in_child
+        preexec = self._preexec(pairs, restrict, sockets.install_in_child if sockets else None)
+        return argv, env, preexec, lambda: shutil.rmtree(scratch, ignore_errors=True)
 
     def _make_placeholders(self) -> None:
         with self._lock:
@@ -248,6 +388,12 @@ class Sandbox:
             self.memory.close()
         if self.ruleset is not None:
             self.ruleset.close()
+        if self.jail_ruleset is not None:
+            self.jail_ruleset.close()
+            self.jail_ruleset = None
+        if self._jail_root is not None:
+            shutil.rmtree(self._jail_root, ignore_errors=True)
+            self._jail_root = None
         for p in reversed(self._made):
             try:
                 p.rmdir()  # only if still empty

@@ -39,6 +39,9 @@ def placeholders(root: Path) -> list[Path]:
 # configuration, and each submodule's own hooks and config.
 GIT_EXTRA_FILES = ("commondir", "config.worktree")
 MAX_SCAN = 20_000  # entries looked at for nested repositories and agent settings
+# Nested paths protected at most: each is a mount, and bwrap takes a few thousand arguments at
+# most (a workspace under /tmp, or a tree of vendored repositories, can hold thousands).
+MAX_NESTED = 256
 SKIP_DIRS = frozenset({"node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache"})
 
 
@@ -83,6 +86,8 @@ def _walk_nested(root: Path) -> list[Path]:
                     seen += 1
                     if d != root and (e.name in (".git", ".claude", ".codebelt") or e.name.startswith(".env")):
                         found.append(Path(e.path))
+                        if len(found) >= MAX_NESTED:
+                            return found
                     if e.is_dir(follow_symlinks=False) and e.name not in SKIP_DIRS and e.name != ".git":
                         stack.append(Path(e.path))
         except OSError:

@@ -2,10 +2,10 @@
 
 Every setting codebelt reads is declared here, and read through these models. Each field says
 whether a workspace's own settings files (`.codebelt/…`, `.claude/…` in the repository) may set it:
-`workspace=True` (`x-workspace` in the JSON Schema) is the allow-list. Anything not on it (a program path,
-a switch that turns checks off) is honoured only from the user's file, a `--settings` file or the
-API; from a workspace file it is dropped with a warning. A new key is therefore untrusted until
-someone decides otherwise.
+`workspace=True` (`x-workspace` in the JSON Schema) is the allow-list; the default is False. Anything
+not on it (a program path, a switch that weakens the sandbox) is honoured only from the user's file,
+a `--settings` file or the API; from a workspace file it is dropped with a warning. A new key is
+therefore untrusted until someone decides otherwise.
 
 Attribute names are snake_case; the JSON keys are Claude Code's camelCase (the aliases).
 """
@@ -22,7 +22,7 @@ MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
 SANDBOX_MODES = ("auto", "bwrap", "landlock", "off", "required")
 
 
-def setting(default: Any, description: str, *, workspace: bool = True, **kw: Any) -> Any:
+def setting(default: Any, description: str, *, workspace: bool = False, **kw: Any) -> Any:
     """A field with its documentation and whether a workspace's own files may set it."""
     return Field(default, description=description, json_schema_extra={"x-workspace": workspace}, **kw)
 
@@ -40,16 +40,14 @@ def _str_list(value: Any) -> Any:
 
 
 class PermissionsSettings(Section):
-    allow: list[str] = setting([], "Rules that allow a call without asking, e.g. `Bash(npm run test *)`, `Edit(src/**)`.")
-    ask: list[str] = setting([], "Rules that always ask, e.g. `Bash(git push *)`.")
-    deny: list[str] = setting([], "Rules that always deny, e.g. `Read(./.env)`, `Bash(curl *)`.")
+    allow: list[str] = setting([], "Rules that allow a call without asking, e.g. `Bash(npm run test *)`, `Edit(src/**)`.", workspace=True)
+    ask: list[str] = setting([], "Rules that always ask, e.g. `Bash(git push *)`.", workspace=True)
+    deny: list[str] = setting([], "Rules that always deny, e.g. `Read(./.env)`, `Bash(curl *)`.", workspace=True)
     default_mode: Literal["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"] = setting(
         "default",
-        "What happens to a call no rule settles. A workspace's own files cannot choose bypassPermissions.",
-    )
+        "What happens to a call no rule settles. A workspace's own files cannot choose bypassPermissions.", workspace=True)
     additional_directories: list[str] = setting(
-        [], "More directories tools may read and write, as if inside the workspace (relative to the root, or absolute)."
-    )
+        [], "More directories tools may read and write, as if inside the workspace (relative to the root, or absolute).", workspace=True)
 
 
 class LimitsSettings(Section):
@@ -72,6 +70,17 @@ class SandboxSettings(Section):
         "required: any backend or refuse; off: no sandbox.",
     )
     network: bool = setting(False, "Whether sandboxed commands may use the network.")
+    jail: bool = setting(
+        True,
+        "Run commands judged read-only (which run without asking) in the read-only jail: nothing writable, "
+        "no network, only the workspace and system directories visible. It works whatever the mode; off, "
+        "only programs whose arguments are all modelled run without asking.",
+    )
+    allow_unix_sockets: bool = setting(
+        False,
+        "With the network off, whether sandboxed commands may still create Unix sockets (a path socket "
+        "reaches host services such as docker.sock or ssh-agent through the filesystem).",
+    )
     auto_allow_bash: bool | None = setting(
         None,
         "Run commands the classifier cannot prove read-only without asking, because the sandbox contains "
@@ -82,19 +91,17 @@ class SandboxSettings(Section):
 
 class BashSettings(Section):
     env: Literal["inherit", "clean"] = setting(
-        "inherit", "inherit: commands get codebelt's environment; clean: only a minimal set plus envAllow."
-    )
+        "inherit", "inherit: commands get codebelt's environment; clean: only a minimal set plus envAllow.")
     env_allow: list[str] = setting([], "Variables (globs allowed) kept under env: clean.")
-    default_timeout_ms: int = setting(120_000, "Timeout of a foreground command when the call gives none.", gt=0)
-    max_timeout_ms: int = setting(600_000, "Largest timeout a call may ask for.", gt=0)
-    background_timeout_ms: int = setting(0, "Timeout of a background command when the call gives none (0: none).", ge=0)
+    default_timeout_ms: int = setting(120_000, "Timeout of a foreground command when the call gives none.", gt=0, workspace=True)
+    max_timeout_ms: int = setting(600_000, "Largest timeout a call may ask for.", gt=0, workspace=True)
+    background_timeout_ms: int = setting(0, "Timeout of a background command when the call gives none (0: none).", ge=0, workspace=True)
     background_tasks: bool = setting(
-        True, "Whether commands may run in the background (off in `codebelt call`, whose process ends with the call)."
-    )
-    auto_background: bool = setting(True, "Move a foreground command still running after autoBackgroundMs to the background.")
-    auto_background_ms: int = setting(15_000, "How long a foreground command runs before it is moved to the background.", ge=0)
-    kill_grace_ms: int = setting(2_000, "Between SIGTERM and SIGKILL when a command is stopped.", ge=0)
-    max_output_bytes: int = setting(4 << 30, "A command whose output passes this is stopped (0: no limit).", ge=0)
+        True, "Whether commands may run in the background (off in `codebelt call`, whose process ends with the call).", workspace=True)
+    auto_background: bool = setting(True, "Move a foreground command still running after autoBackgroundMs to the background.", workspace=True)
+    auto_background_ms: int = setting(15_000, "How long a foreground command runs before it is moved to the background.", ge=0, workspace=True)
+    kill_grace_ms: int = setting(2_000, "Between SIGTERM and SIGKILL when a command is stopped.", ge=0, workspace=True)
+    max_output_bytes: int = setting(4 << 30, "A command whose output passes this is stopped (0: no limit).", ge=0, workspace=True)
 
 
 class SearchSettings(Section):
@@ -102,49 +109,49 @@ class SearchSettings(Section):
         None, "The rg binary to run instead of the bundled one.", workspace=False
     )
     use_system_ripgrep: bool = setting(False, "Use the rg found on PATH instead of the bundled one.", workspace=False)
-    timeout_ms: int = setting(20_000, "Timeout of one ripgrep run (Glob and Grep).", gt=0)
-    exclude: list[str] = setting([], "Globs Glob and Grep always leave out.")
+    timeout_ms: int = setting(20_000, "Timeout of one ripgrep run (Glob and Grep).", gt=0, workspace=True)
+    exclude: list[str] = setting([], "Globs Glob and Grep always leave out.", workspace=True)
 
     _list = field_validator("exclude", mode="before")(_str_list)
 
 
 class GrepSettings(Section):
-    timeout_ms: int | None = setting(None, "Timeout of one Grep; default search.timeoutMs.", gt=0)
-    head_limit: int = setting(250, "Entries Grep returns when the call gives no head_limit.", ge=0)
-    max_result_chars: int = setting(20_000, "Largest Grep result, in characters.", gt=0)
-    max_columns: int = setting(500, "Longer matching lines are clipped to this many characters.", gt=0)
-    include_hidden: bool = setting(True, "Search hidden files and directories.")
-    include_ignored: bool = setting(False, "Search files that .gitignore / .ignore rules leave out.")
-    exclude: list[str] = setting([], "Globs Grep always leaves out.")
+    timeout_ms: int | None = setting(None, "Timeout of one Grep; default search.timeoutMs.", gt=0, workspace=True)
+    head_limit: int = setting(250, "Entries Grep returns when the call gives no head_limit.", ge=0, workspace=True)
+    max_result_chars: int = setting(20_000, "Largest Grep result, in characters.", gt=0, workspace=True)
+    max_columns: int = setting(500, "Longer matching lines are clipped to this many characters.", gt=0, workspace=True)
+    include_hidden: bool = setting(True, "Search hidden files and directories.", workspace=True)
+    include_ignored: bool = setting(False, "Search files that .gitignore / .ignore rules leave out.", workspace=True)
+    exclude: list[str] = setting([], "Globs Grep always leaves out.", workspace=True)
 
     _list = field_validator("exclude", mode="before")(_str_list)
 
 
 class GlobSettings(Section):
-    timeout_ms: int | None = setting(None, "Timeout of one Glob; default search.timeoutMs.", gt=0)
-    max_results: int = setting(100, "Paths Glob returns at most.", gt=0)
-    include_hidden: bool = setting(True, "List hidden files and directories.")
-    include_ignored: bool = setting(False, "List files that .gitignore / .ignore rules leave out.")
-    exclude: list[str] = setting([], "Globs Glob always leaves out.")
+    timeout_ms: int | None = setting(None, "Timeout of one Glob; default search.timeoutMs.", gt=0, workspace=True)
+    max_results: int = setting(100, "Paths Glob returns at most.", gt=0, workspace=True)
+    include_hidden: bool = setting(True, "List hidden files and directories.", workspace=True)
+    include_ignored: bool = setting(False, "List files that .gitignore / .ignore rules leave out.", workspace=True)
+    exclude: list[str] = setting([], "Globs Glob always leaves out.", workspace=True)
 
     _list = field_validator("exclude", mode="before")(_str_list)
 
 
 class ReadSettings(Section):
-    max_tokens: int = setting(25_000, "Largest text page Read returns, in tokens (about 4 characters each).", gt=0)
-    max_image_edge: int = setting(1568, "Images are scaled down to at most this many pixels on their longer edge.", gt=0)
-    max_image_pixels: int = setting(1_150_000, "…and to at most this many pixels in all.", gt=0)
+    max_tokens: int = setting(25_000, "Largest text page Read returns, in tokens (about 4 characters each).", gt=0, workspace=True)
+    max_image_edge: int = setting(1568, "Images are scaled down to at most this many pixels on their longer edge.", gt=0, workspace=True)
+    max_image_pixels: int = setting(1_150_000, "…and to at most this many pixels in all.", gt=0, workspace=True)
 
 
 class EditSettings(Section):
     max_file_mb: int = setting(256, "Largest file an Edit or MultiEdit may produce, in MB (checked before writing).",
-                               gt=0, alias="maxFileMB")
+                               gt=0, alias="maxFileMB", workspace=True)
 
 
 class IntelSettings(Section):
-    diagnostics: bool = setting(True, "After Edit, MultiEdit, Write and ApplyPatch, report the problems the change introduced.")
-    diagnostics_wait_ms: int = setting(2_000, "How long a language server may take to report those problems.", ge=0, le=10_000)
-    max_files: int = setting(20_000, "Most files the code index reads (it says so when it stops there).", gt=0)
+    diagnostics: bool = setting(True, "After Edit, MultiEdit, Write and ApplyPatch, report the problems the change introduced.", workspace=True)
+    diagnostics_wait_ms: int = setting(2_000, "How long a language server may take to report those problems.", ge=0, le=10_000, workspace=True)
+    max_files: int = setting(20_000, "Most files the code index reads (it says so when it stops there).", gt=0, workspace=True)
     cache_dir: str | None = setting(
         None, "Where code indexes are kept (default: $XDG_CACHE_HOME/codebelt/intel).", workspace=False
     )
@@ -207,19 +214,18 @@ class SettingsModel(Section):
 
     schema_: str | None = Field(None, alias="$schema", description="The JSON Schema this file follows (for editors).",
                                 json_schema_extra={"x-workspace": True})
-    permissions: PermissionsSettings = setting(PermissionsSettings(), "Permission rules, the mode, extra directories.")
-    sandbox: SandboxSettings = setting(SandboxSettings(), "The OS sandbox for Bash commands.")
-    bash: BashSettings = setting(BashSettings(), "Running shell commands.")
-    search: SearchSettings = setting(SearchSettings(), "Glob and Grep (ripgrep).")
-    grep: GrepSettings = setting(GrepSettings(), "Grep.")
-    glob: GlobSettings = setting(GlobSettings(), "Glob.")
-    read: ReadSettings = setting(ReadSettings(), "Read.")
-    edit: EditSettings = setting(EditSettings(), "Edit and MultiEdit.")
-    intel: IntelSettings = setting(IntelSettings(), "Code intelligence: the LSP and RepoMap tools, diagnostics after edits.")
+    permissions: PermissionsSettings = setting(PermissionsSettings(), "Permission rules, the mode, extra directories.", workspace=True)
+    sandbox: SandboxSettings = setting(SandboxSettings(), "The OS sandbox for Bash commands.", workspace=True)
+    bash: BashSettings = setting(BashSettings(), "Running shell commands.", workspace=True)
+    search: SearchSettings = setting(SearchSettings(), "Glob and Grep (ripgrep).", workspace=True)
+    grep: GrepSettings = setting(GrepSettings(), "Grep.", workspace=True)
+    glob: GlobSettings = setting(GlobSettings(), "Glob.", workspace=True)
+    read: ReadSettings = setting(ReadSettings(), "Read.", workspace=True)
+    edit: EditSettings = setting(EditSettings(), "Edit and MultiEdit.", workspace=True)
+    intel: IntelSettings = setting(IntelSettings(), "Code intelligence: the LSP and RepoMap tools, diagnostics after edits.", workspace=True)
     hooks: dict[HookEvent, list[MatcherGroupModel]] = setting(
         {}, "Claude Code's hooks: programs run around tool calls. A workspace's own hooks run only in a "
-        "trusted workspace (trustedWorkspaces, or the API / --trust-workspace-hooks)."
-    )
+        "trusted workspace (trustedWorkspaces, or the API / --trust-workspace-hooks).", workspace=True)
     disable_all_hooks: bool = setting(False, "Run no hooks at all.", workspace=False)
     trusted_workspaces: list[str] = setting(
         [], "Workspace roots whose own settings files may run hooks.", workspace=False

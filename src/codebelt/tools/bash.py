@@ -8,6 +8,8 @@ result text.
 
 from __future__ import annotations
 
+import re
+
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -135,6 +137,31 @@ def _patch_base(inv: PatchInvocation, cwd: Path, ctx: ToolContext) -> Path:
 
 
 # -- result shaping -------------------------------------------------------------------------------
+def _jail(ctx: ToolContext):
+    """The read-only jail's wrapper when this call runs unasked because it was judged read-only
+    (the jail is what makes that judgement safe to act on), else None."""
+    decision = ctx.decision
+    if decision is None or decision.behavior != "allow" or decision.decided_by != "read-only":
+        return None
+    try:
+        return ctx.service(sandbox).jail_wrapper(ctx.permissions.read_denied_paths())
+    except Exception:  # noqa: BLE001 - no jail: the decision already required an exact verdict
+        return None
+
+
+_JAIL_DENIED = re.compile(r"Permission denied|Read-only file system|Operation not permitted|"
+                          r"No such file or directory|Network is unreachable|Temporary failure in name resolution")
+
+
+def _jail_note(output_tail: str) -> str | None:
+    if not _JAIL_DENIED.search(output_tail):
+        return None
+    return ("This command ran in the read-only jail, because it was judged read-only: nothing is "
+            "writable there (TMPDIR is a scratch directory that is thrown away), only the workspace, "
+            "its additional directories and system directories are visible, and there is no network. "
+            "A command that needs more than that is not a read-only command.")
+
+
 def _sandbox_note(output_tail: str, exit_code: int | None, ctx: ToolContext) -> str | None:
     try:
         return ctx.service(sandbox).explain_denial(output_tail, exit_code)
@@ -278,6 +305,7 @@ class Bash(Tool):
         if params.run_in_background:
             return self._start_background(params, ctx, manager, cwd, cwd_note)
 
+        jail = _jail(ctx)
         budget_ms = ctx.settings.bash.auto_background_ms if ctx.settings.bash.auto_background else None
         progress = _progress_sink(ctx)
         oom_before = _oom_kills(ctx)
@@ -286,7 +314,7 @@ class Bash(Tool):
             # Recording the final directory costs bash a fork (it cannot exec the last command
             # under an EXIT trap); skip it when the command cannot change the directory.
             proc = manager.spawn(params.command, cwd, timeout_ms / 1000,
-                                 record_cwd=params.script.may_change_cwd, watch=False)
+                                 record_cwd=params.script.may_change_cwd, watch=False, wrap=jail)
         except ShellError as e:
             raise ToolError(f"The command could not be started: {e}") from None
         finished = wait_foreground(
@@ -297,10 +325,11 @@ class Bash(Tool):
         )
         if not finished:
             return self._moved_to_background(params, ctx, manager, proc, budget_ms or 0)
-        return self._finished(params, ctx, proc, timeout_ms, cwd_service, cwd_note, oom_before)
+        return self._finished(params, ctx, proc, timeout_ms, cwd_service, cwd_note, oom_before, jailed=jail is not None)
 
     def _finished(self, params: BashInput, ctx: ToolContext, proc: ShellProcess, timeout_ms: int,
-                  cwd_service: ShellCwd, cwd_note: str | None, oom_before: int = 0) -> ToolResult:
+                  cwd_service: ShellCwd, cwd_note: str | None, oom_before: int = 0,
+                  jailed: bool = False) -> ToolResult:
         out = proc.outcome
         assert out is not None
         before, _ = cwd_service.current(consume=False)
@@ -317,6 +346,7 @@ class Bash(Tool):
         sandbox_note = None
         if out.exit_code not in (0, None) and out.stop_reason is None:
             sandbox_note = (_memory_note(oom_before, out.exit_code, rendered.text, ctx)
+                            or (_jail_note(rendered.text[-4000:]) if jailed else None)
                             or _sandbox_note(rendered.text[-4000:], out.exit_code, ctx))
             if sandbox_note:
                 notes.append(sandbox_note)
@@ -348,7 +378,8 @@ class Bash(Tool):
                           cwd: Path, cwd_note: str | None) -> ToolResult:
         timeout_ms = params.timeout if params.timeout is not None else ctx.settings.bash.background_timeout_ms
         try:
-            proc = manager.spawn(params.command, cwd, (timeout_ms / 1000) if timeout_ms else None, record_cwd=False)
+            proc = manager.spawn(params.command, cwd, (timeout_ms / 1000) if timeout_ms else None, record_cwd=False,
+                                 wrap=_jail(ctx))
         except ShellError as e:
             raise ToolError(f"The command could not be started: {e}") from None
         task = manager.adopt(proc, params.command, params.description, "requested")

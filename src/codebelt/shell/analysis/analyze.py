@@ -65,6 +65,8 @@ class CommandVerdict:
     # Directories whose files the command reads, all of them (`grep -r`, `rg`, `git grep`,
     # `diff -r`): a Read deny rule for any file beneath them concerns it.
     recursive_reads: list[Path] = field(default_factory=list)
+    # The program's verdict is exact (programs.EXACT_PROGRAMS): it needs no OS jail behind it.
+    exact: bool = False
 
     def to_dict(self) -> dict:
         return {
@@ -278,10 +280,12 @@ class _Walker:
         if u.problem:
             return u.problem
         if not u.argv:
+            v.exact = True  # harmless assignments only
             return None
         verdict = classify_argv(u.argv, u.extra_args)
         if not verdict.read_only:
             return verdict.reason
+        v.exact = verdict.exact
         v.stdin_paths = verdict.stdin_paths
         v.unwrapped = list(u.argv)
         name = command_name(u.argv[0]) or ""

@@ -80,11 +80,28 @@ def _cd(args: list[str]) -> Verdict:
     return Verdict(True, "read-only: `cd` inside the workspace")
 
 
+# Programs with no option that writes a file, runs a program or opens a connection, whatever
+# the arguments (GNU coreutils and grep; the builtins). Only these stay read-only where no OS
+# jail can back the verdict: the others are modelled flag by flag, and a flag model can be wrong.
+EXACT_PROGRAMS = frozenset(
+    "cat head tail wc nl tac rev cut tr comm cmp cksum sum od stat readlink realpath basename "
+    "dirname pwd true false : echo seq sleep nproc whoami id uname groups arch ls dir vdir "
+    "grep egrep fgrep md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum test [ cd".split()
+)
+
 _SPECIAL = {"find": find_verdict, "sed": sed_verdict, "jq": jq_verdict, "awk": awk_verdict, "gawk": awk_verdict, "mawk": awk_verdict, "nawk": awk_verdict, "cd": _cd}
 
 
 def classify_argv(argv: list[str], extra_args: bool = False) -> Verdict:
     """Read-only verdict for an unwrapped argv (argv[0] is the command)."""
+    v = _classify(argv, extra_args)
+    if v.read_only and not extra_args:
+        name = command_name(argv[0]) if argv else ":"
+        v.exact = name in EXACT_PROGRAMS
+    return v
+
+
+def _classify(argv: list[str], extra_args: bool) -> Verdict:
     if not argv:
         return Verdict(True, "read-only: no command")
     name = command_name(argv[0])

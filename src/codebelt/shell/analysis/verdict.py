@@ -21,6 +21,9 @@ class Verdict:
     follows_links: bool = False
     # Under xargs: the command gets file operands from stdin (checked against the producer).
     stdin_paths: bool = False
+    # The program is one of EXACT_PROGRAMS: no argument of it writes, runs or connects, so the
+    # verdict needs no OS jail behind it.
+    exact: bool = False
 
 
 def no(reason: str) -> Verdict:

@@ -31,8 +31,9 @@ from typing import Callable, Mapping
 from ...errors import ShellError
 from . import procs
 
-# (argv, cwd, env) → (argv, env, preexec_fn): how the sandbox wraps a command (shell/sandbox).
-Wrap = Callable[[list[str], Path, dict], "tuple[list[str], dict, Callable[[], None] | None]"]
+# (argv, cwd, env) → (argv, env, preexec_fn[, cleanup]): how the sandbox wraps a command; the
+# optional cleanup runs once bash has exited (the read-only jail removes its scratch directory).
+Wrap = Callable[[list[str], Path, dict], tuple]
 
 # bash -c takes the script as one argv string; Linux caps one string at 128 KiB
 # (MAX_ARG_STRLEN). Longer commands go through a script file instead.
@@ -139,6 +140,7 @@ class ShellProcess:
         self._kill_at: float | None = None
         self._wake_r, self._wake_w = -1, -1
         self._script_file: Path | None = None
+        self._cleanup: Callable[[], None] | None = None
         self._spool_fd = -1
         self._cwd_r = -1
         self._pidfd = -1
@@ -166,7 +168,9 @@ class ShellProcess:
             argv = [bash, "-c", script]
         env, preexec = self.env, None
         if self.wrap is not None:
-            argv, env, preexec = self.wrap(argv, self.cwd, env)
+            wrapped = self.wrap(argv, self.cwd, env)
+            argv, env, preexec = wrapped[:3]
+            self._cleanup = wrapped[3] if len(wrapped) > 3 else None
         self._spool_fd = os.open(self.spool_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o600)
         try:
             self.started_at = time.monotonic()
@@ -183,6 +187,7 @@ class ShellProcess:
                 preexec_fn=preexec,
             )
         except OSError as e:
+            self._run_cleanup()
             os.close(self._spool_fd)
             self._spool_fd = -1
             for fd in (cwd_w, self._cwd_r):
@@ -202,6 +207,14 @@ class ShellProcess:
         if watch:
             self.watch_in_background()
         return self
+
+    def _run_cleanup(self) -> None:
+        cleanup, self._cleanup = self._cleanup, None
+        if cleanup is not None:
+            try:
+                cleanup()
+            except OSError:
+                pass  # a scratch directory that cannot be removed is swept at session end
 
     @property
     def pid(self) -> int:
@@ -328,6 +341,7 @@ class ShellProcess:
                 self._script_file.unlink()
             except OSError:
                 pass
+        self._run_cleanup()
         with self._lock:
             reason = self._stop_reason
             self._kill_at = None

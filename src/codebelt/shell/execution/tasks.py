@@ -122,10 +122,11 @@ class TaskManager:
 
     # -- starting ------------------------------------------------------------------------------
     def spawn(self, command: str, cwd: Path, timeout_s: float | None,
-              record_cwd: bool = True, watch: bool = True) -> ShellProcess:
+              record_cwd: bool = True, watch: bool = True, wrap: Wrap | None = None) -> ShellProcess:
         """Start `command` in `cwd`. Raises ShellError if it cannot start. `watch=False`:
-        the caller watches it (runner.ShellProcess.watch)."""
-        wrap = self.wrapper()
+        the caller watches it (runner.ShellProcess.watch). `wrap`: run it in this wrapper
+        (the read-only jail) instead of the session's sandbox."""
+        wrap = wrap or self.wrapper()
         with self._lock:
             if self._closed:
                 raise ShellError("the session is closed; no new commands can start.")
