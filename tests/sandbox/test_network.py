@@ -84,3 +84,37 @@ def test_bwrap_network_off_has_no_interfaces_but_loopback(make_sandbox, ws):
     proc = run(sb, "cat /proc/net/dev", ws)
     names = {line.split(":")[0].strip() for line in proc.stdout.splitlines() if ":" in line}
     assert names == {"lo"}, proc.stdout
+
+
+@pytest.mark.parametrize("kind", ["tcp", "mptcp", "udp", "unix", "abstract"])
+def test_network_off_reaches_no_host_socket(kind, backend, make_sandbox, ws, tmp_path):
+    """Network off means off for every family: a datagram, an MPTCP stream, a Unix socket with a
+    path (docker.sock, ssh-agent) and an abstract one — checked by the listeners on the host."""
+    import time
+
+    from .netprobe import Listeners, client, reached
+
+    sock_dir = tmp_path / "sockets"  # outside the workspace, readable (the write sandbox reads all)
+    sock_dir.mkdir()
+    listeners = Listeners(sock_dir)
+    try:
+        sb = make_sandbox(backend, network=False)
+        proc = run(sb, client(sys.executable, kind, listeners), ws)
+        time.sleep(0.3)
+        assert not reached(listeners, kind), proc.stdout
+    finally:
+        listeners.close()
+
+
+def test_unix_sockets_inside_the_sandbox_need_the_setting(backend, make_sandbox, ws):
+    """With the network off a command cannot even make a Unix socket (it could connect to the
+    host's through the filesystem); socketpair, which has no address, still works."""
+    sb = make_sandbox(backend, network=False)
+    (ws / "probe.py").write_text(
+        "import socket\n"
+        "try:\n    socket.socket(socket.AF_UNIX)\n    print('made')\n"
+        "except PermissionError:\n    print('refused')\n"
+        "a, b = socket.socketpair()\na.send(b'x')\nprint(b.recv(1))\n"
+    )
+    proc = run(sb, f"{sys.executable} probe.py", ws)
+    assert "refused" in proc.stdout and "b'x'" in proc.stdout, proc.stdout

@@ -88,7 +88,7 @@ class Sandbox:
         self.jail_ruleset = None  # landlock.Ruleset of the read-only jail
         self._jail_root: Path | None = None  # scratch directories of Landlock-jailed commands
         self._jail_root_made = False
-        self._filters: dict[frozenset[int], _seccomp.SocketFilter] = {}
+        self._filters: dict[tuple[frozenset[int], bool], _seccomp.SocketFilter] = {}
         status = self._select()
         self.jail = self._select_jail(status)
         self.status = SandboxStatus(**{**asdict(status), "jail": self.jail.backend, "jail_reason": self.jail.reason})
@@ -249,10 +249,10 @@ class Sandbox:
             families |= {_seccomp.AF_INET, _seccomp.AF_INET6}
         if self.config.allow_unix_sockets and not jailed:
             families.add(_seccomp.AF_UNIX)
-        key = frozenset(families)
+        key = (frozenset(families), jailed)
         with self._lock:
             if key not in self._filters:
-                self._filters[key] = _seccomp.SocketFilter(key)
+                self._filters[key] = _seccomp.SocketFilter(*key)
             return self._filters[key]
 
     # -- the read-only jail ----------------------------------------------------------------
@@ -264,7 +264,8 @@ class Sandbox:
         if not ok_filter:
             return JailStatus(None, f"no read-only jail: {why_filter}")
         tried: list[str] = []
-        if self.bwrap_path or _bwrap.find_bwrap():
+        # a backend chosen by name is the jail's backend too
+        if self.config.mode != "landlock" and (self.bwrap_path or _bwrap.find_bwrap()):
             self.bwrap_path = self.bwrap_path or _bwrap.find_bwrap()
             ok, err, code = self._run_probe("jail-bwrap")
             if ok:
@@ -274,7 +275,9 @@ class Sandbox:
         from . import landlock
 
         abi, why = landlock.abi_version()
-        if abi > 0:
+        if self.config.mode == "bwrap":
+            tried.append("landlock: sandbox.mode is bwrap")
+        elif abi > 0:
             try:
                 self.jail_ruleset = landlock.Ruleset(
                     [self._scratch_root()], False, abi,

@@ -13,6 +13,8 @@ after fork and before exec (it is inherited by everything the command starts):
 - `socket(domain, …)` with a domain outside the allowed set fails with EACCES;
 - `io_uring_setup` fails with ENOSYS (io_uring can create and connect sockets without the
   `socket` syscall, so the filter would otherwise not see them);
+- in the read-only jail, calls that change a file's mode, owner, times or extended attributes
+  fail with EPERM (Landlock does not cover them);
 - everything else is allowed. `socketpair` stays allowed: it makes two connected ends and no
   address, which is how programs talk to their own children (node's IPC, pipes between workers).
 """
@@ -48,6 +50,14 @@ _ARCHES = {
     "aarch64": (0xC00000B7, 198, 425, None),
     "arm64": (0xC00000B7, 198, 425, None),
 }
+# Calls that change a file's metadata (mode, owner, times, extended attributes). Landlock does
+# not control them, so the read-only jail refuses them here (under bwrap the read-only mounts
+# already do). aarch64 has only the *at / f* forms.
+_METADATA = {
+    "x86_64": (90, 91, 92, 93, 94, 132, 188, 189, 190, 197, 198, 199, 235, 260, 261, 268, 280, 452, 463, 466),
+    "aarch64": (5, 6, 7, 14, 15, 16, 52, 53, 54, 55, 88, 452, 463, 466),
+}
+_METADATA["amd64"], _METADATA["arm64"] = _METADATA["x86_64"], _METADATA["aarch64"]
 
 
 class SeccompUnavailable(OSError):
@@ -65,59 +75,47 @@ def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
-def program(allowed_families: frozenset[int] | set[int]) -> bytes:
-    """The BPF program (as the bytes of a sock_filter array) for this machine."""
+def program(allowed_families: frozenset[int] | set[int], read_only: bool = False) -> bytes:
+    """The BPF program (as the bytes of a sock_filter array) for this machine. `read_only`: also
+    refuse calls that change file metadata (EPERM)."""
     machine = platform.machine().lower()
     if machine not in _ARCHES:
         raise SeccompUnavailable(errno.ENOSYS, f"no seccomp filter for {platform.machine()}")
     arch, nr_socket, nr_uring, foreign = _ARCHES[machine]
     families = sorted(allowed_families)
-    enosys = RET_ERRNO | errno.ENOSYS
-    eacces = RET_ERRNO | errno.EACCES
-    # Laid out in order; the jumps (placeholders here) are resolved once every position is known:
-    #  0 ld arch
-    #  1 jeq arch ? 0 : -> ret ENOSYS
-    #  2 ld nr
-    #  3 [x86_64] jge foreign -> ret ENOSYS
-    #  . jeq io_uring_setup -> ret ENOSYS
-    #  . jeq socket -> check domain, else ret ALLOW
-    #  . ld arg0; jeq f1 -> allow; jeq f2 -> allow; ...; ret EACCES
-    #  . ret ALLOW ; ret ENOSYS
-    body: list[tuple] = []
-    body.append((_LD_W_ABS, 0, 0, _OFF_ARCH))
-    body.append(("ARCH",))  # placeholder, fixed below
-    body.append((_LD_W_ABS, 0, 0, _OFF_NR))
+    denied = _METADATA[machine] if read_only else ()
+    # Laid out in order, as (kind, value) steps; jumps are resolved once every position is known.
+    steps: list[tuple[str, int]] = [("ld", _OFF_ARCH), ("arch", arch), ("ld", _OFF_NR)]
     if foreign is not None:
-        body.append(("FOREIGN",))
-    body.append(("URING",))
-    body.append(("SOCKET",))
-    body.append((_RET_K, 0, 0, RET_ALLOW))  # not a socket call
-    check = len(body)
-    body.append((_LD_W_ABS, 0, 0, _OFF_ARG0))
-    for _ in families:
-        body.append(("FAMILY",))
-    body.append((_RET_K, 0, 0, eacces))
-    allow_at = len(body)
-    body.append((_RET_K, 0, 0, RET_ALLOW))
-    enosys_at = len(body)
-    body.append((_RET_K, 0, 0, enosys))
-
+        steps.append(("foreign", foreign))
+    steps.append(("enosys_if", nr_uring))
+    steps += [("eperm_if", nr) for nr in denied]
+    steps += [("socket", nr_socket), ("ret", RET_ALLOW), ("ld", _OFF_ARG0)]
+    steps += [("family", f) for f in families]
+    steps += [("ret", RET_ERRNO | errno.EACCES)]
+    at = {"allow": len(steps), "enosys": len(steps) + 1, "eperm": len(steps) + 2}
+    check = next(i for i, (kind, _) in enumerate(steps) if kind == "socket") + 2  # the arg load
     out: list[bytes] = []
-    fam = iter(families)
-    for i, ins in enumerate(body):
+    for i, (kind, k) in enumerate(steps):
         nxt = i + 1
-        if ins == ("ARCH",):
-            out.append(_insn(_JEQ_K, 0, enosys_at - nxt, arch))
-        elif ins == ("FOREIGN",):
-            out.append(_insn(_JGE_K, enosys_at - nxt, 0, foreign))
-        elif ins == ("URING",):
-            out.append(_insn(_JEQ_K, enosys_at - nxt, 0, nr_uring))
-        elif ins == ("SOCKET",):
-            out.append(_insn(_JEQ_K, check - nxt, 0, nr_socket))
-        elif ins == ("FAMILY",):
-            out.append(_insn(_JEQ_K, allow_at - nxt, 0, next(fam)))
+        if kind == "ld":
+            out.append(_insn(_LD_W_ABS, 0, 0, k))
+        elif kind == "arch":
+            out.append(_insn(_JEQ_K, 0, at["enosys"] - nxt, k))
+        elif kind == "foreign":
+            out.append(_insn(_JGE_K, at["enosys"] - nxt, 0, k))
+        elif kind == "enosys_if":
+            out.append(_insn(_JEQ_K, at["enosys"] - nxt, 0, k))
+        elif kind == "eperm_if":
+            out.append(_insn(_JEQ_K, at["eperm"] - nxt, 0, k))
+        elif kind == "socket":
+            out.append(_insn(_JEQ_K, check - nxt, 0, k))
+        elif kind == "family":
+            out.append(_insn(_JEQ_K, at["allow"] - nxt, 0, k))
         else:
-            out.append(_insn(*ins))
+            out.append(_insn(_RET_K, 0, 0, k))
+    out += [_insn(_RET_K, 0, 0, RET_ALLOW), _insn(_RET_K, 0, 0, RET_ERRNO | errno.ENOSYS),
+            _insn(_RET_K, 0, 0, RET_ERRNO | errno.EPERM)]
     return b"".join(out)
 
 
@@ -128,9 +126,9 @@ class _SockFprog(ctypes.Structure):
 class SocketFilter:
     """A filter built in the parent; `install_in_child()` only makes two prctl calls."""
 
-    def __init__(self, allowed_families: frozenset[int] | set[int]):
+    def __init__(self, allowed_families: frozenset[int] | set[int], read_only: bool = False):
         self.allowed = frozenset(allowed_families)
-        code = program(self.allowed)
+        code = program(self.allowed, read_only)
         self._buf = ctypes.create_string_buffer(code, len(code))
         self._prog = _SockFprog(len(code) // 8, ctypes.cast(self._buf, ctypes.c_void_p).value)
         from .landlock import _syscall
