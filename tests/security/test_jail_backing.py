@@ -106,3 +106,30 @@ def test_mixed_commands_are_not_jailed(command, expected, repo):
 def test_write_sandbox_auto_allow_contains_loose_verdicts(repo):
     e = engine(repo, False, {"sandbox": {"mode": "bwrap", "autoAllowBash": True}}, sandboxed=True)
     assert e.decide("Bash", [CommandRequest("git status", repo)]).behavior == "allow"
+
+
+ENV_WRITES = [
+    "echo TOKEN=x > .env",  # the classifier asks (a protected redirect target) …
+    "printf 'NODE_OPTIONS=--require ./x.js' > .env.local",
+    "mkdir -p app && echo A=1 > app/.env.production",
+    "ln -s /etc/passwd .env.link",  # … these it cannot see: the file appears, and is removed
+    "cp a.txt .envrc",
+    "mkdir -p app && cp a.txt app/.env",
+    "python3 -c \"open('.env', 'w').write('X=1')\"",
+    "touch .e''nv.test",
+]
+
+
+@pytest.mark.parametrize("command", ENV_WRITES)
+def test_sandboxed_auto_allow_cannot_create_env_files(command, repo):
+    """Existing .env files are read-only mounts; new ones cannot be, so they are removed after a
+    command that ran unasked because the sandbox contains it, and the result says so."""
+    settings = {"sandbox": {"mode": "bwrap", "autoAllowBash": True}}
+    with Session(repo, settings=settings) as s:
+        if not s.sandbox().status.protected_paths:
+            pytest.skip(f"no bwrap sandbox here: {s.sandbox().status.reason}")
+        before = {p for p in repo.rglob(".env*")}
+        result = s.call("Bash", {"command": command})
+    assert {p for p in repo.rglob(".env*")} == before
+    if "Permission to use Bash" not in result.text:  # it ran: then the removal is reported
+        assert "Removed" in result.text and ".env" in result.text, result.text

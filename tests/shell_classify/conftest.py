@@ -55,6 +55,16 @@ def build_layout(root: Path) -> Path:
     for d in ("bare/objects", "bare/refs"):  # a directory git would take as a bare repository
         (root / d).mkdir(parents=True)
     (root / "bare" / "HEAD").write_text("ref: refs/heads/main\n")
+    # shapes git also accepts: objects and refs as executable files, a dangling HEAD symlink …
+    (root / "bare2").mkdir()
+    for name in ("objects", "refs"):
+        (root / "bare2" / name).write_text("")
+        os.chmod(root / "bare2" / name, 0o755)
+    os.symlink("refs/heads/nowhere", root / "bare2" / "HEAD")
+    # … and a commondir file pointing objects and refs elsewhere
+    (root / "bare3").mkdir()
+    (root / "bare3" / "HEAD").write_text("ref: refs/heads/main\n")
+    (root / "bare3" / "commondir").write_text("../bare\n")
     return root
 
 

@@ -129,3 +129,31 @@ def protected_paths(root: Path, writable: tuple[Path, ...]) -> list[tuple[Path, 
                 seen.add(real)
                 out.append((real, kind))
     return out
+
+
+def env_files(roots: tuple[Path, ...] | list[Path]) -> set[Path]:
+    """`.env*` files in the roots now (a fresh bounded walk). A bind mount can only protect a
+    file that exists, so a command auto-allowed in the sandbox that *creates* one is caught by
+    comparing this before and after it (`new_env_files`)."""
+    found: set[Path] = set()
+    for root in roots:
+        try:
+            with os.scandir(root) as entries:
+                found |= {Path(e.path) for e in entries if e.name.startswith(".env")}
+        except OSError:
+            pass
+        found |= {p for p in _walk_nested(root) if p.name.startswith(".env")}
+    return found
+
+
+def remove_new_env_files(before: set[Path], roots: tuple[Path, ...] | list[Path]) -> list[Path]:
+    """Remove the `.env*` files that appeared since `before` (files and links only); returns them."""
+    removed: list[Path] = []
+    for p in sorted(env_files(roots) - before):
+        try:
+            if p.is_symlink() or p.is_file():
+                p.unlink()
+                removed.append(p)
+        except OSError:
+            pass
+    return removed

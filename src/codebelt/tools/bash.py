@@ -27,6 +27,7 @@ from ..shell.execution.spool import Progress, render
 from ..shell.execution.tasks import Task, TaskManager
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
 from ._patching import patch_requests, run_patch
+from ..sandbox.protected import env_files, remove_new_env_files
 from ._services import sandbox, shell_cwd, task_manager
 
 MAX_RESULT_CHARS = 30_000
@@ -137,6 +138,15 @@ def _patch_base(inv: PatchInvocation, cwd: Path, ctx: ToolContext) -> Path:
 
 
 # -- result shaping -------------------------------------------------------------------------------
+def _env_files(ctx: ToolContext) -> set[Path] | None:
+    """For a command auto-allowed because the sandbox contains it: the `.env*` files before it
+    runs (the sandbox protects existing ones; a new one is removed afterwards). None otherwise."""
+    decision = ctx.decision
+    if decision is None or decision.decided_by != "sandbox":
+        return None
+    return env_files(ctx.workspace.roots)
+
+
 def _jail(ctx: ToolContext):
     """The read-only jail's wrapper when this call runs unasked because it was judged read-only
     (the jail is what makes that judgement safe to act on), else None."""
@@ -306,6 +316,7 @@ class Bash(Tool):
             return self._start_background(params, ctx, manager, cwd, cwd_note)
 
         jail = _jail(ctx)
+        env_before = _env_files(ctx)
         budget_ms = ctx.settings.bash.auto_background_ms if ctx.settings.bash.auto_background else None
         progress = _progress_sink(ctx)
         oom_before = _oom_kills(ctx)
@@ -325,15 +336,22 @@ class Bash(Tool):
         )
         if not finished:
             return self._moved_to_background(params, ctx, manager, proc, budget_ms or 0)
-        return self._finished(params, ctx, proc, timeout_ms, cwd_service, cwd_note, oom_before, jailed=jail is not None)
+        return self._finished(params, ctx, proc, timeout_ms, cwd_service, cwd_note, oom_before, jailed=jail is not None,
+                              env_before=env_before)
 
     def _finished(self, params: BashInput, ctx: ToolContext, proc: ShellProcess, timeout_ms: int,
                   cwd_service: ShellCwd, cwd_note: str | None, oom_before: int = 0,
-                  jailed: bool = False) -> ToolResult:
+                  jailed: bool = False, env_before: set[Path] | None = None) -> ToolResult:
         out = proc.outcome
         assert out is not None
         before, _ = cwd_service.current(consume=False)
         notes = [n for n in (cwd_note, cwd_service.learn(out.final_cwd)) if n]
+        if env_before is not None:
+            removed = remove_new_env_files(env_before, ctx.workspace.roots)
+            if removed:
+                names = ", ".join(ctx.workspace.relative(p) for p in removed)
+                notes.append(f"Removed {names}: a command that runs unasked in the sandbox may not create "
+                             ".env files (tools load them automatically). Write it with the Write tool, which asks.")
         after, _ = cwd_service.current(consume=False)
         if after != before:
             ctx.emit("cwd_changed", {"old": str(before), "new": str(after)})

@@ -38,6 +38,24 @@ _LINE_FILTERS = frozenset({"grep", "egrep", "fgrep", "head", "tail", "sort", "un
 _ODD_NAME = re.compile(r"[\s'\"\\]")
 
 
+def _may_be_git_dir(p: Path) -> bool:
+    """Whether git could take `p` for a repository directory. Git's own test is looser than it
+    looks: `objects` and `refs` need only be accessible (an executable *file* will do), a HEAD
+    that is a symlink into refs/ may dangle, and a `commondir` file moves objects and refs
+    elsewhere. This answers yes whenever each name merely exists — a superset of git's rule, so
+    it can only ask more often, never less."""
+    if not os.path.lexists(p / "HEAD"):
+        return False
+    common = p
+    try:
+        text = (p / "commondir").read_text(errors="replace").strip()
+        if text:
+            common = p / text
+    except OSError:
+        pass
+    return all(os.path.lexists(common / n) or os.path.lexists(p / n) for n in ("objects", "refs"))
+
+
 @dataclass
 class CommandVerdict:
     argv: list[str]
@@ -504,9 +522,9 @@ class _Walker:
                 if p not in self.ws.roots and self.ws.is_inside(p):
                     return f"git would use the repository at {self.ws.relative(p)}, not the workspace's own"
                 return None
-            # git also takes a directory that looks like a bare repository (HEAD, objects/, refs/)
-            if (os.path.isfile(p / "HEAD") and os.path.isdir(p / "objects") and os.path.isdir(p / "refs")
-                    and self.ws.is_inside(p) and not any(p == r / ".git" for r in self.ws.roots)):
+            # git also takes a directory that looks like a bare repository
+            if (_may_be_git_dir(p) and self.ws.is_inside(p)
+                    and not any(p == r / ".git" for r in self.ws.roots)):
                 return f"git would use {self.ws.relative(p)} as a (bare) repository, not the workspace's own"
             if p in self.ws.roots or p.parent == p:
                 return None
