@@ -1,4 +1,5 @@
-"""Sandbox overhead: a sandboxed `true` versus an unsandboxed one, per backend, in the same run.
+"""Sandbox overhead: a sandboxed command versus an unsandboxed one, per backend — the write
+sandbox and the read-only jail (what an auto-allowed `ls` runs in) — in the same run.
 
 Each round spawns the command once per variant (interleaved, so machine noise hits all alike),
 the way the Bash runner does: argv list, own session, stdin /dev/null, preexec_fn from the
@@ -6,7 +7,7 @@ wrapper. The wrapper call itself (building bwrap's argv, the process-cap bookkee
 the timed region. Reported: median and p90 wall time, and the median added over unsandboxed.
 Aims: < 10 ms added with Landlock, < 30 ms with bwrap.
 
-    .venv/bin/python benchmarks/bench_sandbox.py [--rounds 200] [--command bash]
+    .venv/bin/python benchmarks/bench_sandbox.py [--rounds 200] [--command true|bash|ls]
 """
 
 from __future__ import annotations
@@ -22,32 +23,36 @@ from pathlib import Path
 
 from codebelt.sandbox import Sandbox, SandboxConfig
 
-AIMS_MS = {"landlock": 10.0, "bwrap": 30.0}
+AIMS_MS = {"landlock": 10.0, "bwrap": 30.0, "jail-landlock": 10.0, "jail-bwrap": 30.0}
 
 
 def spawn(wrap, argv: list[str], cwd: Path) -> float:
     t0 = time.perf_counter()
-    env, preexec = dict(os.environ), None
+    env, preexec, cleanup = dict(os.environ), None, []
     if wrap is not None:
-        argv, env, preexec = wrap(argv, cwd, env)
+        argv, env, preexec, *cleanup = wrap(argv, cwd, env)
     subprocess.run(argv, cwd=cwd, env=env, preexec_fn=preexec, stdin=subprocess.DEVNULL,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
                    check=True, timeout=30)
+    for done in cleanup:
+        done()
     return (time.perf_counter() - t0) * 1000
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=200)
-    ap.add_argument("--command", choices=["true", "bash"], default="true",
-                    help="true: /bin/true; bash: bash -c true (what the Bash tool spawns)")
+    ap.add_argument("--command", choices=["true", "bash", "ls"], default="true",
+                    help="true: /bin/true; bash: bash -c true (what the Bash tool spawns); ls: bash -c ls")
     args = ap.parse_args()
-    argv = ["/bin/true"] if args.command == "true" else ["/bin/bash", "-c", "true"]
+    argv = {"true": ["/bin/true"], "bash": ["/bin/bash", "-c", "true"], "ls": ["/bin/bash", "-c", "ls -la"]}[args.command]
 
     with tempfile.TemporaryDirectory(prefix="bench-sandbox-") as d:
         ws, tmp = Path(d, "ws"), Path(d, "tmp")
         ws.mkdir()
         tmp.mkdir()
+        for i in range(20):  # something for `ls` to list
+            (ws / f"file{i}.txt").write_text("x\n")
         variants: dict[str, object] = {"unsandboxed": None}
         sandboxes, skipped = [], []
         for backend in ("landlock", "bwrap"):
@@ -60,6 +65,11 @@ def main() -> int:
                 print(f"{backend}: probe {probe_ms:.1f} ms; {sb.status.reason}; {sb.status.process_limit}")
             else:
                 skipped.append(f"{backend}: unavailable ({sb.status.reason})")
+            if sb.jail.backend == backend:
+                variants[f"jail-{backend}"] = sb.jail_wrapper()
+                print(f"jail-{backend}: {sb.jail.reason}")
+            else:
+                skipped.append(f"jail-{backend}: unavailable ({sb.jail.reason})")
         times: dict[str, list[float]] = {k: [] for k in variants}
         try:
             for name, wrap in variants.items():  # warm-up
@@ -75,14 +85,14 @@ def main() -> int:
     base = statistics.median(times["unsandboxed"])
     print(f"\n`{' '.join(argv)}`, {args.rounds} rounds, interleaved; {os.cpu_count()} CPUs, "
           f"Python {sys.version.split()[0]}\n")
-    print(f"{'variant':<12} {'min ms':>7} {'median ms':>10} {'p90 ms':>8} {'added ms':>9} {'ratio':>6} {'aim':>12}")
+    print(f"{'variant':<14} {'min ms':>7} {'median ms':>10} {'p90 ms':>8} {'added ms':>9} {'ratio':>6} {'aim':>12}")
     for name, ts in times.items():
         med = statistics.median(ts)
         p90 = statistics.quantiles(ts, n=10)[-1]
         added = med - base
         aim = AIMS_MS.get(name)
         verdict = "" if aim is None else (f"<{aim:g} ms " + ("ok" if added < aim else "MISSED"))
-        print(f"{name:<12} {min(ts):>7.2f} {med:>10.2f} {p90:>8.2f} {added:>9.2f} {med / base:>5.1f}x {verdict:>12}")
+        print(f"{name:<14} {min(ts):>7.2f} {med:>10.2f} {p90:>8.2f} {added:>9.2f} {med / base:>5.1f}x {verdict:>12}")
     for line in skipped:
         print(line)
     return 0

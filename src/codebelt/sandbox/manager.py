@@ -153,8 +153,11 @@ class Sandbox:
             return False, f"Landlock failed to run `true` ({err.strip() or f'exit code {code}'})"
         if self.config.network:
             net = "network allowed"
+        elif _seccomp.supported()[0]:
+            net = "network off (seccomp: no socket but netlink" + (
+                ", Unix sockets allowed)" if self.config.allow_unix_sockets else ")")
         elif abi >= 4:
-            net = "TCP connect/bind denied (UDP is not covered)"
+            net = "TCP connect/bind denied (UDP is not covered: no seccomp filter for this machine)"
         else:
             net = f"network NOT restricted (ABI {abi} < 4 has no network rules)"
         return True, (
