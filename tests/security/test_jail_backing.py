@@ -133,3 +133,30 @@ def test_sandboxed_auto_allow_cannot_create_env_files(command, repo):
     assert {p for p in repo.rglob(".env*")} == before
     if "Permission to use Bash" not in result.text:  # it ran: then the removal is reported
         assert "Removed" in result.text and ".env" in result.text, result.text
+
+
+ORDINARY = [
+    ("ls", "a.txt"),
+    ("cat a.txt", "alpha"),
+    ("grep -rn alpha .", "./a.txt:1:alpha"),
+    ("git status --short", "a.txt"),
+    ("git log --oneline", "first"),
+    ("git diff", "+more"),
+    ("find . -name '*.txt'", "./a.txt"),
+    ("cat a.txt | grep alp | wc -l", "1"),
+    ("cd sub && ls -a", ".."),
+    ("head -1 a.txt && tail -1 a.txt", "more"),
+]
+
+
+@pytest.mark.parametrize("command,expected", ORDINARY, ids=[c for c, _ in ORDINARY])
+def test_ordinary_read_only_work_runs_unasked_in_the_jail(command, expected, repo):
+    subprocess.run(["git", "-C", str(repo), "add", "a.txt"], check=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "first"], check=True)
+    (repo / "a.txt").write_text("alpha\nmore\n")
+    with Session(repo) as s:
+        if s.sandbox().jail.backend is None:
+            pytest.skip(f"no read-only jail here: {s.sandbox().jail.reason}")
+        result = s.call("Bash", {"command": command})
+    assert not result.is_error and expected in result.text, result.text
+    assert result.data["exitCode"] == 0, result.text
