@@ -157,6 +157,43 @@ class IntelSettings(Section):
     )
 
 
+class LspServerModel(BaseModel):
+    """One language server: codebelt's shape, or Claude Code's `.lsp.json` shape
+    (`extensionToLanguage`)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)  # Claude Code's plugins carry more keys
+
+    command: str = Field(min_length=1, description="The server program")
+    args: list[str] = Field([], description="Its arguments, e.g. [\"--stdio\"]")
+    extensions: list[str] = Field([], description="File extensions it serves, e.g. [\".py\"]")
+    extension_to_language: dict[str, str] = Field({}, alias="extensionToLanguage",
+                                                  description="Claude Code's shape: {\".py\": \"python\"}")
+    env: dict[str, str] = Field({}, description="Extra environment variables")
+    initialization_options: dict[str, Any] | None = Field(None, alias="initializationOptions")
+    settings: dict[str, Any] = Field({}, description="Answers to the server's workspace/configuration requests")
+
+    @model_validator(mode="after")
+    def _serves_something(self) -> "LspServerModel":
+        if not self.extensions and not self.extension_to_language:
+            raise ValueError("a language server needs `extensions` (or `extensionToLanguage`)")
+        return self
+
+
+class LspSettings(Section):
+    enabled: bool = setting(True, "Ask language servers (precise answers, diagnostics after edits); off: tree-sitter only.",
+                            workspace=True)
+    servers: dict[str, LspServerModel] = setting(
+        {}, "Language servers by name: {command, args, extensions} or Claude Code's .lsp.json shape. Programs: "
+        "only from the user's settings."
+    )
+    auto_detect: bool = setting(True, "Use basedpyright-langserver and typescript-language-server when installed.",
+                                workspace=True)
+    request_timeout_ms: int = setting(5_000, "Longest wait for one answer from a language server (then it is "
+                                      "cancelled and tree-sitter answers).", gt=0, le=120_000, workspace=True)
+    start_timeout_ms: int = setting(30_000, "Longest wait for a language server to start.", gt=0, le=300_000,
+                                    workspace=True)
+
+
 HOOK_EVENTS = (
     "PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure", "PostToolBatch",
     "SessionStart", "SessionEnd", "Notification", "CwdChanged",
@@ -223,6 +260,7 @@ class SettingsModel(Section):
     read: ReadSettings = setting(ReadSettings(), "Read.", workspace=True)
     edit: EditSettings = setting(EditSettings(), "Edit and MultiEdit.", workspace=True)
     intel: IntelSettings = setting(IntelSettings(), "Code intelligence: the LSP and RepoMap tools, diagnostics after edits.", workspace=True)
+    lsp: LspSettings = setting(LspSettings(), "Language servers behind the LSP tool and diagnostics.", workspace=True)
     hooks: dict[HookEvent, list[MatcherGroupModel]] = setting(
         {}, "Claude Code's hooks: programs run around tool calls. A workspace's own hooks run only in a "
         "trusted workspace (trustedWorkspaces, or the API / --trust-workspace-hooks).", workspace=True)

@@ -1,7 +1,10 @@
 """Problems an edit introduced, appended to the result of Edit, MultiEdit, Write and ApplyPatch:
-syntax errors tree-sitter finds in the file after the change that were not there before (a
+from the language server when one runs for the file's language (errors and warnings, waited for
+at most `intel.diagnosticsWaitMs`; the first edit of a language starts its server for the next
+ones), else the syntax errors tree-sitter finds after the change that were not there before (a
 problem that only moved lines is not new). Bounded: files over 1 MB and languages without a
-grammar are not checked; a check that fails is silent. Off with `intel.diagnostics: false`."""
+grammar or server are not checked; a check that fails is silent — it never fails the edit. Off
+with `intel.diagnostics: false`."""
 
 from __future__ import annotations
 
@@ -11,9 +14,11 @@ from pathlib import Path
 
 from ..errors import CodebeltError
 from ..intel.languages import language_for
+from ..intel.lsp import diagnostics as lsp_diagnostics
 from ..intel.model import Diagnostic
 from ..intel.syntax import introduced, syntax_errors
 from ..tool import ToolContext, ToolResult
+from ._services import lsp_manager
 
 MAX_BYTES = 1_000_000
 MAX_SHOWN = 5
@@ -22,8 +27,32 @@ MAX_SHOWN = 5
 @dataclass
 class Before:
     path: Path
-    language: str
+    language: str | None
     problems: list[Diagnostic]
+    lsp: lsp_diagnostics.Prior | None = None
+
+
+def _wait_s(ctx: ToolContext) -> float:
+    return ctx.settings.intel.diagnostics_wait_ms / 1000
+
+
+def _manager(ctx: ToolContext, path: Path):
+    """The session's language servers when one serves this file (started lazily), else None."""
+    if not ctx.settings.lsp.enabled:
+        return None
+    manager = ctx.service(lsp_manager)
+    return manager if manager.spec_for(path) is not None else None
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        if not os.path.lexists(path):
+            return None
+        if os.stat(path).st_size > MAX_BYTES:
+            raise OSError("too large")
+        return path.read_text(errors="replace")
+    except OSError:
+        raise
 
 
 def before(ctx: ToolContext, path: Path) -> Before | None:
@@ -31,14 +60,15 @@ def before(ctx: ToolContext, path: Path) -> Before | None:
     if not ctx.settings.intel.diagnostics:
         return None
     language = language_for(path)
-    if language is None:
+    manager = _manager(ctx, path)
+    if language is None and manager is None:
         return None
     try:
-        if not os.path.lexists(path):
-            return Before(path, language, [])
-        if os.stat(path).st_size > MAX_BYTES:
-            return None
-        return Before(path, language, syntax_errors(path, language))
+        old = _read_text(path)
+        prior = lsp_diagnostics.prepare(manager, path, old, min(0.5, _wait_s(ctx) / 4)) if manager else None
+        if language is None:
+            return Before(path, None, [], prior)
+        return Before(path, language, syntax_errors(path, language) if old is not None else [], prior)
     except (CodebeltError, OSError):
         return None
 
@@ -47,6 +77,14 @@ def after(ctx: ToolContext, b: Before | None) -> list[Diagnostic]:
     if b is None:
         return []
     try:
+        if b.lsp is not None:
+            text = _read_text(b.path)
+            if text is not None:
+                found = lsp_diagnostics.after(b.lsp, text, _wait_s(ctx))
+                if found is not None:
+                    return found
+        if b.language is None:
+            return []
         return introduced(b.problems, syntax_errors(b.path, b.language))
     except (CodebeltError, OSError):
         return []
@@ -56,6 +94,14 @@ def between(ctx: ToolContext, path: Path, old: bytes | None, new: bytes) -> list
     """What a change from `old` (None: a new file) to `new` introduced, when both are known."""
     if not ctx.settings.intel.diagnostics or len(new) > MAX_BYTES or (old and len(old) > MAX_BYTES):
         return []
+    manager = _manager(ctx, path)
+    if manager is not None:
+        decode = (lambda b: b.decode("utf-8", "replace"))
+        prior = lsp_diagnostics.prepare(manager, path, decode(old) if old is not None else None,
+                                        min(0.5, _wait_s(ctx) / 4))
+        found = lsp_diagnostics.after(prior, decode(new), _wait_s(ctx))
+        if found is not None:
+            return found
     language = language_for(path)
     if language is None:
         return []

@@ -10,6 +10,7 @@ from pathlib import Path
 from ..files.lines import LineIndexCache
 from ..files.state import FileStates
 from ..intel.index import CodeIndex
+from ..intel.lsp import LspManager, detected, from_settings
 from ..sandbox import Sandbox, SandboxConfig
 from ..shell.execution.cwd import ShellCwd
 from ..shell.execution.runner import build_env
@@ -76,3 +77,17 @@ def code_index(ctx: ToolContext) -> CodeIndex:
     )
     index.start()
     return index
+
+
+def lsp_manager(ctx: ToolContext) -> LspManager:
+    """The session's language servers (from `lsp.servers`, then those found installed), each
+    started on first use and closed with the session."""
+    cfg = ctx.settings.lsp
+    specs = from_settings({name: m.model_dump(by_alias=True) for name, m in cfg.servers.items()})
+    if cfg.auto_detect:
+        named = {s.name for s in specs}
+        specs += [d for d in detected() if d.name not in named]
+    if not cfg.enabled:
+        specs = []
+    return LspManager(ctx.workspace.root, specs, request_timeout=cfg.request_timeout_ms / 1000,
+                      start_timeout=cfg.start_timeout_ms / 1000)

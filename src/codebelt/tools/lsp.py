@@ -12,16 +12,20 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ..errors import ToolError
+import time
+
+from ..errors import CodebeltError, ToolError
 from ..intel import navigate
+from ..intel.lsp import Unanswered, ask
 from ..intel.model import Answer
 from ..permissions.requests import PathRequest
 from ..tool import Tool, ToolContext, ToolInput, ToolResult
-from ._services import code_index
+from ._services import code_index, lsp_manager
 
 DEFAULT_HEAD_LIMIT = 100
 MAX_HEAD_LIMIT = 1_000
 FIRST_BUILD_WAIT_S = 2.0  # a query on a fresh index waits this long at most, then answers with what is there
+SERVER_START_WAIT_S = 2.0  # a query waits this long at most for its language server to start
 MAX_LINE_CHARS = 300
 
 DESCRIPTION = """Interact with code intelligence (language servers where installed, else a tree-sitter index of the workspace) to navigate code.
@@ -102,30 +106,81 @@ class LSP(Tool):
         head = params.head_limit if params.head_limit is not None else DEFAULT_HEAD_LIMIT
         head = MAX_HEAD_LIMIT if head == 0 else min(head, MAX_HEAD_LIMIT)
         offset = params.offset or 0
+        limit = min(offset + head, MAX_HEAD_LIMIT * 2)
         index = ctx.service(code_index)
-        index.wait(FIRST_BUILD_WAIT_S)
         path = self._path(params, ctx)
-        try:
-            answer = navigate.answer(index, params.operation, path, params.line, params.character,
-                                     params.query, limit=min(offset + head, MAX_HEAD_LIMIT * 2))
-        except ToolError:
-            raise
-        except Exception as e:
-            from ..errors import CodebeltError
-
-            if isinstance(e, CodebeltError):
+        answer, why = self._from_server(params, ctx, path, limit, index)
+        if answer is None:
+            index.wait(FIRST_BUILD_WAIT_S)
+            try:
+                answer = navigate.answer(index, params.operation, path, params.line, params.character,
+                                         params.query, limit=limit)
+            except CodebeltError as e:
                 raise ToolError(str(e)) from None
-            raise
+            if why:
+                answer.note = f"{why}; answered by tree-sitter" + (f"; {answer.note}" if answer.note else "")
         return render(params.operation, _visible(answer, ctx), ctx, head, offset)
+
+    def _from_server(self, params: LSPInput, ctx: ToolContext, path: Path | None, limit: int,
+                     index) -> tuple[Answer | None, str | None]:
+        """The language server's answer, or (None, why none) — never longer than the request
+        timeout in all (a server still starting gets part of it)."""
+        manager = ctx.service(lsp_manager)
+        if not manager.specs:
+            return None, None
+        budget = manager.request_timeout
+        started = time.monotonic()
+
+        def name_at(p: Path, line: int) -> str | None:
+            index.wait(FIRST_BUILD_WAIT_S)
+            return index.identifier_at(p, line, None)
+
+        if path is None:  # workspaceSymbol by name: ask the servers already running
+            clients = manager.ready_clients()
+            if not clients:
+                return None, None
+            try:
+                return ask(manager, params.operation, ctx.workspace.root, None, None, params.query, limit,
+                           timeout=budget, client=clients[0]), None
+            except Unanswered as e:
+                return None, str(e)
+        if manager.spec_for(path) is None:
+            return None, None
+        manager.wait_ready(path, min(SERVER_START_WAIT_S, budget / 2))
+        try:
+            return ask(manager, params.operation, path, params.line, params.character, params.query, limit,
+                       name_at=name_at, timeout=budget - (time.monotonic() - started)), None
+        except Unanswered as e:
+            return None, str(e)
+        except CodebeltError as e:
+            raise ToolError(str(e)) from None
 
 
 def _visible(answer: Answer, ctx: ToolContext) -> Answer:
-    """Leave out what a Read deny rule covers (the index may be shared with other sessions)."""
-    if not ctx.permissions.has_rules("deny"):
-        return answer
-    hidden = ctx.permissions.is_read_denied
+    """Leave out what the session may not read without asking: files a Read deny rule covers
+    (the index may be shared with other sessions), and files outside the workspace a language
+    server pointed at (a library's source) unless a rule allows reading them."""
+    permissions = ctx.permissions
+    cache: dict[Path, bool] = {}
+
+    def hidden(p: Path) -> bool:
+        if p not in cache:
+            if ctx.workspace.is_inside(p) or ctx.workspace.is_internal_readable(p):
+                cache[p] = permissions.has_rules("deny") and permissions.is_read_denied(p)
+            else:
+                cache[p] = permissions.decide_path(PathRequest("read", p)).behavior != "allow"
+        return cache[p]
+
+    before = len(answer.locations) + len(answer.symbols)
     answer.locations = [loc for loc in answer.locations if not hidden(loc.path)]
     answer.symbols = [s for s in answer.symbols if not hidden(s.path)]
+    left_out = before - len(answer.locations) - len(answer.symbols)
+    if left_out and answer.total is not None:
+        answer.total = max(len(answer.locations), len(answer.symbols), answer.total - left_out)
+    outside = sum(1 for p, h in cache.items() if h and not ctx.workspace.is_inside(p))
+    if left_out and outside:
+        answer.note = "; ".join(filter(None, [answer.note, f"{left_out} result(s) in files outside the workspace "
+                                                           "left out (reading them needs permission)"]))
     return answer
 
 

@@ -1,0 +1,294 @@
+"""One language server process and the JSON-RPC conversation with it.
+
+- The server runs in its own process group (so closing it ends whatever it started) with stdin
+  and stdout as the protocol pipe; its stderr is drained into a bounded ring buffer that is only
+  shown in failure reasons, never in results.
+- A reader thread parses frames (transport.py), answers the server's own requests so it never
+  stalls waiting for us (`workspace/configuration`, progress creation, capability
+  registration), routes responses to waiting callers, and keeps the latest diagnostics per
+  document with the document version they were computed for.
+- `request()` waits at most its timeout; on timeout it sends `$/cancelRequest` and raises
+  `LspTimeout`. Garbage on stdout, a closed pipe or an exit marks the client dead (`LspCrashed`).
+- `close()`: `shutdown` + `exit` with a bounded wait, then SIGTERM/SIGKILL to the group.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types as lsp
+
+from ...errors import IntelError
+from .transport import ProtocolError, encode, read_frame
+
+STDERR_KEEP = 64 * 1024
+
+
+class LspError(IntelError):
+    """The server answered a request with an error."""
+
+
+class LspTimeout(IntelError):
+    """The server did not answer in time (the request was cancelled)."""
+
+
+class LspCrashed(IntelError):
+    """The server exited, closed its output or broke the protocol."""
+
+
+@dataclass
+class Published:
+    """The diagnostics last published for one document."""
+
+    version: int | None
+    diagnostics: list[dict]
+    seq: int  # arrival order, for servers that publish without a version
+
+
+@dataclass
+class _Pending:
+    event: threading.Event = field(default_factory=threading.Event)
+    result: Any = None
+    error: dict | None = None
+
+
+class LspClient:
+    def __init__(self, name: str, argv: list[str], root: Path, env: dict[str, str] | None = None,
+                 settings: dict | None = None):
+        self.name = name
+        self.argv = argv
+        self.root = root
+        self.settings = settings or {}
+        self._ids = itertools.count(1)
+        self._pending: dict[int, _Pending] = {}
+        self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._doc_lock = threading.Lock()
+        self._diag_cond = threading.Condition()
+        self.diagnostics: dict[str, Published] = {}
+        self._seq = itertools.count(1)
+        self._stderr: collections.deque[bytes] = collections.deque()
+        self._stderr_size = 0
+        self.dead: str | None = None  # why the conversation ended
+        self.capabilities: dict[str, Any] = {}
+        self.versions: dict[str, int] = {}  # documents we opened, by URI
+        self.texts: dict[str, str] = {}
+        try:
+            self.proc = subprocess.Popen(
+                argv, cwd=root, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
+            )
+        except OSError as e:
+            raise LspCrashed(f"the {name} language server could not start ({argv[0]}: {e.strerror or e})") from None
+        threading.Thread(target=self._read, name=f"lsp-{name}-out", daemon=True).start()
+        threading.Thread(target=self._drain_stderr, name=f"lsp-{name}-err", daemon=True).start()
+
+    # -- reading ---------------------------------------------------------------------------------
+    def _read(self) -> None:
+        reason = "the server closed its output"
+        try:
+            while True:
+                msg = read_frame(self.proc.stdout)
+                if msg is None:
+                    break
+                self._dispatch(msg)
+        except ProtocolError as e:
+            reason = f"the server broke the protocol ({e})"
+        except (OSError, ValueError) as e:
+            reason = f"reading from the server failed ({e})"
+        self._die(reason)
+
+    def _die(self, reason: str) -> None:
+        with self._lock:
+            if self.dead is None:
+                code = self.proc.poll()
+                self.dead = reason + (f"; exit code {code}" if code is not None else "")
+            pending = list(self._pending.values())
+            self._pending.clear()
+        for p in pending:
+            p.error = {"message": self.dead}
+            p.event.set()
+        with self._diag_cond:
+            self._diag_cond.notify_all()
+
+    def _drain_stderr(self) -> None:
+        try:
+            for chunk in iter(lambda: self.proc.stderr.read1(4096), b""):
+                self._stderr.append(chunk)
+                self._stderr_size += len(chunk)
+                while self._stderr_size > STDERR_KEEP and len(self._stderr) > 1:
+                    self._stderr_size -= len(self._stderr.popleft())
+        except (OSError, ValueError):
+            pass
+
+    def stderr_tail(self, limit: int = 500) -> str:
+        return b"".join(self._stderr)[-limit:].decode("utf-8", "replace").strip()
+
+    def _dispatch(self, msg: dict[str, Any]) -> None:
+        if "id" in msg and "method" not in msg:  # a response to us
+            with self._lock:
+                pending = self._pending.pop(msg["id"], None) if isinstance(msg["id"], int) else None
+            if pending is not None:
+                pending.result, pending.error = msg.get("result"), msg.get("error")
+                pending.event.set()
+            return
+        method = msg.get("method")
+        if "id" in msg:  # a request from the server: always answer
+            self._send({"jsonrpc": "2.0", "id": msg["id"], "result": self._answer(method, msg.get("params"))})
+        elif method == lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS:
+            params = msg.get("params") or {}
+            uri = params.get("uri")
+            if isinstance(uri, str):
+                with self._diag_cond:
+                    self.diagnostics[uri] = Published(params.get("version"), list(params.get("diagnostics") or []),
+                                                      next(self._seq))
+                    self._diag_cond.notify_all()
+
+    def _answer(self, method: str | None, params: Any) -> Any:
+        if method == lsp.WORKSPACE_CONFIGURATION:
+            items = (params or {}).get("items") or []
+            return [self.settings.get(i.get("section") or "", None) if isinstance(i, dict) else None for i in items]
+        if method == lsp.WORKSPACE_WORKSPACE_FOLDERS:
+            return [{"uri": self.root.as_uri(), "name": self.root.name}]
+        return None  # progress creation, capability (un)registration, showMessageRequest …
+
+    # -- writing ---------------------------------------------------------------------------------
+    def _send(self, message: dict[str, Any]) -> None:
+        data = encode(message)
+        with self._write_lock:
+            try:
+                self.proc.stdin.write(data)
+                self.proc.stdin.flush()
+            except (OSError, ValueError) as e:
+                self._die(f"writing to the server failed ({e})")
+                raise LspCrashed(self.dead or "the server is gone") from None
+
+    def notify(self, method: str, params: Any) -> None:
+        if self.dead:
+            raise LspCrashed(self.dead)
+        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def request(self, method: str, params: Any, timeout: float) -> Any:
+        if self.dead:
+            raise LspCrashed(self.dead)
+        rid = next(self._ids)
+        pending = _Pending()
+        with self._lock:
+            self._pending[rid] = pending
+        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        if not pending.event.wait(timeout):
+            with self._lock:
+                self._pending.pop(rid, None)
+            try:
+                self.notify(lsp.CANCEL_REQUEST, {"id": rid})
+            except LspCrashed:
+                pass
+            raise LspTimeout(f"the {self.name} language server did not answer {method} within {timeout:g} s")
+        if pending.error is not None:
+            if self.dead:
+                raise LspCrashed(self.dead)
+            raise LspError(f"{self.name}: {pending.error.get('message', 'error')} ({method})")
+        return pending.result
+
+    # -- the session -----------------------------------------------------------------------------
+    def initialize(self, timeout: float, options: dict | None = None) -> None:
+        caps = {
+            "textDocument": {
+                "synchronization": {"didSave": False, "dynamicRegistration": False},
+                "definition": {"linkSupport": True}, "implementation": {"linkSupport": True},
+                "references": {}, "hover": {"contentFormat": ["plaintext", "markdown"]},
+                "documentSymbol": {"hierarchicalDocumentSymbolSupport": True},
+                "callHierarchy": {}, "publishDiagnostics": {"versionSupport": True},
+            },
+            "workspace": {"symbol": {}, "configuration": True, "workspaceFolders": True},
+            "window": {"workDoneProgress": True},
+        }
+        result = self.request(lsp.INITIALIZE, {
+            "processId": os.getpid(), "rootUri": self.root.as_uri(), "rootPath": str(self.root),
+            "workspaceFolders": [{"uri": self.root.as_uri(), "name": self.root.name}],
+            "capabilities": caps, "initializationOptions": options or None,
+            "clientInfo": {"name": "codebelt"},
+        }, timeout)
+        self.capabilities = (result or {}).get("capabilities") or {}
+        self.notify(lsp.INITIALIZED, {})
+        if self.settings:
+            self.notify(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION, {"settings": self.settings})
+
+    def sync(self, path: Path, text: str, language_id: str) -> int:
+        """Open the document, or send its new text when it changed; returns its version."""
+        with self._doc_lock:
+            return self._sync(path, text, language_id)
+
+    def _sync(self, path: Path, text: str, language_id: str) -> int:
+        uri = path.as_uri()
+        version = self.versions.get(uri)
+        if version is None:
+            version = 1
+            self.notify(lsp.TEXT_DOCUMENT_DID_OPEN, {"textDocument": {
+                "uri": uri, "languageId": language_id, "version": version, "text": text}})
+        elif self.texts.get(uri) != text:
+            version += 1
+            self.notify(lsp.TEXT_DOCUMENT_DID_CHANGE, {"textDocument": {"uri": uri, "version": version},
+                                                       "contentChanges": [{"text": text}]})
+        self.versions[uri] = version
+        self.texts[uri] = text
+        return version
+
+    def published_since(self, uri: str, seq: int) -> Published | None:
+        with self._diag_cond:
+            p = self.diagnostics.get(uri)
+            return p if p is not None and p.seq > seq else None
+
+    def current_seq(self) -> int:
+        with self._diag_cond:
+            return max((p.seq for p in self.diagnostics.values()), default=0)
+
+    def wait_diagnostics(self, uri: str, version: int, after_seq: int, timeout: float) -> Published | None:
+        """The diagnostics for `version` of the document (or, from a server that publishes no
+        version, the first published after `after_seq`); None when none came in time."""
+        deadline = time.monotonic() + timeout
+        with self._diag_cond:
+            while True:
+                p = self.diagnostics.get(uri)
+                if p is not None and p.seq > after_seq and (p.version is None or p.version >= version):
+                    return p
+                left = deadline - time.monotonic()
+                if left <= 0 or self.dead:
+                    return None
+                self._diag_cond.wait(left)
+
+    def close(self, timeout: float = 2.0) -> None:
+        if self.proc.poll() is None and not self.dead:
+            try:
+                self.request(lsp.SHUTDOWN, None, timeout)
+                self.notify(lsp.EXIT, None)
+            except Exception:  # noqa: BLE001 - closing: whatever it says, it is ended below
+                pass
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(self.proc.pid, sig)  # its own group: whatever it started goes too
+            except (ProcessLookupError, PermissionError):
+                break
+            try:
+                self.proc.wait(1.0)
+            except subprocess.TimeoutExpired:
+                continue
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        self._die("closed")

@@ -1,0 +1,87 @@
+"""Which language server serves which files: from settings, else found on this machine.
+
+Settings (`lsp.servers`, the user's own files only: a server is a program codebelt runs) map a
+name to `{"command", "args", "extensions", "env", "initializationOptions", "settings"}`. Claude
+Code's `.lsp.json` plugin shape is accepted too: `{"command", "args", "extensionToLanguage":
+{".py": "python"}}`. Found without settings: `basedpyright-langserver` (next to the running
+interpreter, then on PATH) for Python, `typescript-language-server` on PATH for JavaScript and
+TypeScript. Never from the workspace (its `node_modules/.bin` is the repository's code).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# File extension → LSP languageId.
+LANGUAGE_IDS = {
+    ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript",
+    ".jsx": "javascriptreact", ".ts": "typescript", ".mts": "typescript", ".cts": "typescript",
+    ".tsx": "typescriptreact", ".go": "go", ".rs": "rust", ".java": "java", ".c": "c", ".h": "c",
+    ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp", ".cs": "csharp", ".rb": "ruby", ".php": "php",
+    ".kt": "kotlin", ".swift": "swift", ".sh": "shellscript", ".bash": "shellscript",
+}
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    name: str
+    command: str
+    args: tuple[str, ...] = ()
+    extensions: dict[str, str] = field(default_factory=dict)  # ".py" → "python"
+    env: dict[str, str] = field(default_factory=dict)
+    initialization_options: dict[str, Any] | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def argv(self) -> list[str]:
+        return [self.command, *self.args]
+
+
+def from_settings(servers: dict[str, Any]) -> list[ServerSpec]:
+    """Specs from the `lsp.servers` setting (already validated by the settings schema)."""
+    out: list[ServerSpec] = []
+    for name, raw in servers.items():
+        ext_map: dict[str, str] = {}
+        for ext in raw.get("extensions") or []:
+            e = ext if ext.startswith(".") else "." + ext
+            ext_map[e] = LANGUAGE_IDS.get(e, e.lstrip("."))
+        for e, lang in (raw.get("extensionToLanguage") or {}).items():
+            ext_map[e if e.startswith(".") else "." + e] = lang
+        out.append(ServerSpec(
+            name=name, command=raw["command"], args=tuple(raw.get("args") or ()), extensions=ext_map,
+            env=dict(raw.get("env") or {}), initialization_options=raw.get("initializationOptions"),
+            settings=dict(raw.get("settings") or {}),
+        ))
+    return out
+
+
+def _near_interpreter(name: str) -> str | None:
+    for d in (Path(sys.prefix) / "bin", Path(sys.executable).parent):
+        p = d / name
+        if os.access(p, os.X_OK):
+            return str(p)
+    return None
+
+
+def detected() -> list[ServerSpec]:
+    """Servers installed on this machine that codebelt knows how to run."""
+    out: list[ServerSpec] = []
+    pyright = _near_interpreter("basedpyright-langserver") or shutil.which("basedpyright-langserver")
+    if pyright:
+        out.append(ServerSpec(
+            "basedpyright", pyright, ("--stdio",), {".py": "python", ".pyi": "python"},
+            settings={"basedpyright": {"analysis": {"diagnosticMode": "openFilesOnly", "typeCheckingMode": "standard"}}},
+        ))
+    tsls = shutil.which("typescript-language-server")
+    if tsls:
+        exts = {e: LANGUAGE_IDS[e] for e in (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx")}
+        out.append(ServerSpec("typescript-language-server", tsls, ("--stdio",), exts))
+    return out
+
+
+def for_extension(specs: list[ServerSpec], ext: str) -> ServerSpec | None:
+    return next((s for s in specs if ext in s.extensions), None)

@@ -1,0 +1,134 @@
+"""The LSP tool and diagnostics after edits with a real basedpyright, on a fixture project whose
+expected answers are data (tests/fixtures/lsp/python/expected.json)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from codebelt import Session
+from codebelt.intel.lsp import detected
+
+FIXTURE = Path(__file__).parents[2] / "fixtures" / "lsp" / "python"
+EXPECTED = json.loads((FIXTURE / "expected.json").read_text())
+
+pytestmark = pytest.mark.skipif(
+    not any(s.name == "basedpyright" for s in detected()),
+    reason="basedpyright-langserver is not installed (scripts/setup.sh installs it)",
+)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("lspproj") / "proj"
+    shutil.copytree(FIXTURE, root)
+    (root / "expected.json").unlink()
+    return root.resolve()
+
+
+@pytest.fixture(scope="module")
+def session(project):
+    with Session(project, mode="acceptEdits", settings={"lsp": {"requestTimeoutMs": 30_000}}) as s:
+        # the first answer waits for the server to start and analyse: do it once for the module
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            r = s.call("LSP", {"operation": "hover", "filePath": "main.py", "line": 6, "character": 17})
+            if "lsp:basedpyright" in r.text:
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail(f"basedpyright did not answer within 60 s: {r.text}")
+        yield s
+
+
+def locations(result) -> list[str]:
+    return [f"{loc['path']}:{loc['line']}:{loc['character']}" for loc in result.data["locations"]]
+
+
+def cases(operation: str):
+    return [pytest.param(c, id=f"{operation}-{i}") for i, c in enumerate(EXPECTED[operation])]
+
+
+@pytest.mark.parametrize("case", cases("goToDefinition") + cases("findReferences") + cases("goToImplementation"))
+def test_locations(case, session):
+    operation = next(op for op in ("goToDefinition", "findReferences", "goToImplementation") if case in EXPECTED[op])
+    path, line, char = case["at"]
+    r = session.call("LSP", {"operation": operation, "filePath": path, "line": line, "character": char})
+    assert r.data["backend"] == "lsp:basedpyright", r.text
+    found = locations(r)
+    if "expect" in case:
+        assert sorted(found) == sorted(case["expect"]), r.text
+    else:
+        assert set(found) & set(case["expect_any"]), r.text
+
+
+@pytest.mark.parametrize("case", cases("hover"))
+def test_hover(case, session):
+    path, line, char = case["at"]
+    r = session.call("LSP", {"operation": "hover", "filePath": path, "line": line, "character": char})
+    assert r.data["backend"] == "lsp:basedpyright" and case["contains"] in r.data["hover"], r.text
+
+
+@pytest.mark.parametrize("case", cases("documentSymbol"))
+def test_document_symbols(case, session):
+    r = session.call("LSP", {"operation": "documentSymbol", "filePath": case["file"]})
+    got = [f"{s['kind']} {s['name']}" for s in r.data["symbols"]]
+    for expected in case["expect"]:
+        assert expected in got, (expected, got)
+
+
+@pytest.mark.parametrize("case", cases("workspaceSymbol"))
+def test_workspace_symbols(case, session):
+    r = session.call("LSP", {"operation": "workspaceSymbol", "query": case["query"]})
+    assert r.data["backend"] == "lsp:basedpyright", r.text
+    got = [f"{s['path']}:{s['line']}:{s['character']}" for s in r.data["symbols"]]
+    assert set(case["expect"]) <= set(got), got
+
+
+@pytest.mark.parametrize("case", cases("incomingCalls") + cases("outgoingCalls"))
+def test_call_hierarchy(case, session):
+    operation = "incomingCalls" if case in EXPECTED["incomingCalls"] else "outgoingCalls"
+    path, line, char = case["at"]
+    r = session.call("LSP", {"operation": operation, "filePath": path, "line": line, "character": char})
+    assert r.data["backend"] == "lsp:basedpyright", r.text
+    names = {s["name"] for s in r.data["symbols"]}
+    assert set(case["expect_names"]) <= names, r.text
+
+
+def test_character_may_be_omitted(session):
+    """Without character, the first identifier on the line that names a symbol: `total_area`
+    on `def total_area(...)` after the keyword."""
+    r = session.call("LSP", {"operation": "findReferences", "filePath": "pkg/shapes.py", "line": 14})
+    assert r.data["backend"] == "lsp:basedpyright"
+    assert "main.py:6:15" in locations(r), r.text
+
+
+def test_library_definitions_outside_the_workspace_are_left_out(session):
+    r = session.call("LSP", {"operation": "goToDefinition", "filePath": "pkg/shapes.py", "line": 15, "character": 12})
+    assert r.data["locations"] == [] and "outside the workspace" in r.text, r.text  # `sum` is in typeshed
+
+
+def test_bad_positions_get_clear_answers(session):
+    r = session.call("LSP", {"operation": "goToDefinition", "filePath": "main.py", "line": 999, "character": 1})
+    assert r.is_error and "line 999" in r.text
+    r = session.call("LSP", {"operation": "hover", "filePath": "main.py", "line": 1, "character": 500})
+    assert r.is_error and "character 500" in r.text
+
+
+def test_diagnostics_report_what_an_edit_introduced(session, project):
+    """The pre-existing type error in main.py is not reported; the new one is."""
+    session.call("Read", {"file_path": "main.py"})
+    r = session.call("Edit", {"file_path": "main.py", "old_string": 'return f"{total_area(squares):.1f}"',
+                              "new_string": 'return total_area(squares)'})
+    assert not r.is_error, r.text
+    diags = r.data.get("diagnostics") or []
+    assert any(d["source"] == "basedpyright" and d["line"] == 6 and d["severity"] == "error" for d in diags), r.text
+    assert not any("pre-existing" in d["message"] or d["line"] == 9 for d in diags), diags
+    # and an edit that fixes it reports nothing
+    r = session.call("Edit", {"file_path": "main.py", "old_string": "return total_area(squares)",
+                              "new_string": 'return f"{total_area(squares):.1f}"'})
+    assert not r.data.get("diagnostics"), r.text
