@@ -11,7 +11,9 @@ benchmarks/.corpus/intel/ once, then measures:
 - warm `workspace_symbols` and `definitions` p50 over a sample of names, next to
   `rg -n "def NAME|class NAME"` over the same tree in the same run (what an agent without an
   index would do);
-- `repo_map` with the default budget: first call (builds the graph) and warm p50.
+- `repo_map` with the default budget: first call (builds the graph) and warm p50;
+- LSP `goToDefinition` through basedpyright (when installed): the first answer after start, and
+  the warm p50 at uses of the sampled names (each asked once to warm its file, then timed).
 """
 
 from __future__ import annotations
@@ -82,6 +84,40 @@ def rg_defs(root: Path, name: str) -> int:
     return out.stdout.count(b"\n")
 
 
+def lsp_rows(root: Path, ix: CodeIndex, sample: list[str]) -> list[tuple[str, str, str]]:
+    from codebelt.intel.lsp import LspManager, ask, detected
+
+    specs = [s for s in detected() if s.name == "basedpyright"]
+    if not specs:
+        return [("LSP goToDefinition", "skipped", "basedpyright-langserver is not installed")]
+    manager = LspManager(root, specs, request_timeout=60, start_timeout=60)
+    try:
+        uses = []
+        for name in sample:
+            refs = [loc for loc in ix.references(name, limit=20).locations
+                    if not loc.text.lstrip().startswith(("def ", "class "))]
+            if refs:
+                uses.append(refs[0])
+        if not uses:
+            return [("LSP goToDefinition", "skipped", "no uses of the sampled names")]
+        t = time.perf_counter()
+        manager.wait_ready(uses[0].path, 60)
+        ask(manager, "goToDefinition", uses[0].path, uses[0].line, uses[0].character, None, 10)
+        first = time.perf_counter() - t
+        times, found = [], 0
+        for loc in uses:
+            ask(manager, "goToDefinition", loc.path, loc.line, loc.character, None, 10)  # warms the file
+            t = time.perf_counter()
+            a = ask(manager, "goToDefinition", loc.path, loc.line, loc.character, None, 10)
+            times.append(time.perf_counter() - t)
+            found += bool(a.locations)
+        return [("LSP goToDefinition first answer", f"{first * 1e3:.0f} ms", "basedpyright: start + analysis"),
+                ("LSP goToDefinition warm p50", f"{statistics.median(times) * 1e3:.1f} ms",
+                 f"{len(times)} uses, {found} resolved (types, not names)")]
+    finally:
+        manager.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=15)
@@ -148,6 +184,7 @@ def main() -> None:
             focused = p50(lambda: repo_map(ix, paths=[root / "json" / "decoder.py"],
                                            mentions=["JSONDecoder"]), 3)
             rows.append(("repo_map focused p50", f"{focused * 1e3:.0f} ms", "paths + mentions"))
+            rows += lsp_rows(root, ix, sample)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
 

@@ -22,6 +22,12 @@ if [ "${1:-}" = "--test" ]; then
     npm install --no-audit --no-fund --silent --prefix "$inspector" @modelcontextprotocol/inspector@0.15.0 >/dev/null 2>&1 \
       || echo "note: npm could not install the MCP Inspector; its test will say so and skip"
   fi
+  # The TypeScript language server for the code-intelligence tests (they install it themselves when missing).
+  tsls="${CODEBELT_TSLS_DIR:-$HOME/.cache/codebelt-test/tsls}"
+  if command -v npm >/dev/null 2>&1 && [ ! -x "$tsls/node_modules/.bin/typescript-language-server" ]; then
+    npm install --no-audit --no-fund --silent --prefix "$tsls" typescript-language-server@4 typescript@5 >/dev/null 2>&1 \
+      || echo "note: npm could not install typescript-language-server; its tests will say so and skip"
+  fi
 else
   .venv/bin/python -m pip install -q -e .
 fi

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from codebelt import Session
-from codebelt.settings import Settings
-from codebelt.workspace import Workspace
 from codebelt.permissions.engine import PermissionEngine
 from codebelt.permissions.requests import CommandRequest
+from codebelt.settings import Settings
+from codebelt.workspace import Workspace
 
 
 @pytest.fixture

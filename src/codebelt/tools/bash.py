@@ -9,7 +9,6 @@ result text.
 from __future__ import annotations
 
 import re
-
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import ShellError
 from ..permissions.requests import CommandRequest
+from ..sandbox.protected import env_files, remove_new_env_files
 from ..shell.analysis.parse import Script, parse
 from ..shell.analysis.patch_call import PatchInvocation, find_invocation
 from ..shell.execution.cwd import ShellCwd
@@ -27,7 +27,6 @@ from ..shell.execution.spool import Progress, render
 from ..shell.execution.tasks import Task, TaskManager
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
 from ._patching import patch_requests, run_patch
-from ..sandbox.protected import env_files, remove_new_env_files
 from ._services import sandbox, shell_cwd, task_manager
 
 MAX_RESULT_CHARS = 30_000

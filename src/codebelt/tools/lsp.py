@@ -7,12 +7,11 @@ governed by Read rules: files a Read deny rule covers never appear in an answer.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
-
-import time
 
 from ..errors import CodebeltError, ToolError
 from ..intel import navigate

@@ -78,9 +78,26 @@ def detected() -> list[ServerSpec]:
         ))
     tsls = shutil.which("typescript-language-server")
     if tsls:
-        exts = {e: LANGUAGE_IDS[e] for e in (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx")}
-        out.append(ServerSpec("typescript-language-server", tsls, ("--stdio",), exts))
+        out.append(typescript_server(tsls))
     return out
+
+
+TS_EXTENSIONS = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx")
+
+
+def typescript_server(tsls: str, name: str = "typescript-language-server") -> ServerSpec:
+    """typescript-language-server, pointed at the TypeScript installed next to it when there is
+    one: left alone it prefers the workspace's own `node_modules/typescript`, which is the
+    repository's code running on this machine unasked."""
+    init: dict[str, Any] | None = None
+    pkg = Path(os.path.realpath(tsls)).parent  # …/node_modules/typescript-language-server/lib
+    for modules in (pkg.parent.parent, pkg.parent.parent.parent / "node_modules"):
+        tsserver = modules / "typescript" / "lib" / "tsserver.js"
+        if tsserver.is_file():
+            init = {"tsserver": {"path": str(tsserver)}}
+            break
+    exts = {e: LANGUAGE_IDS[e] for e in TS_EXTENSIONS}
+    return ServerSpec(name, tsls, ("--stdio",), exts, initialization_options=init)
 
 
 def for_extension(specs: list[ServerSpec], ext: str) -> ServerSpec | None:
