@@ -39,6 +39,11 @@ def make_session(ws: Path, audit_db: Path):
     def factory(root: os.PathLike[str] | str | None = None, **kwargs) -> Session:
         kwargs.setdefault("audit", audit_db)
         kwargs.setdefault("load_user_settings", False)
+        # No language server starts behind the edits of tests about other things (each would be a
+        # node process per session); tests/intel/lsp/ runs them for real.
+        settings = dict(kwargs.get("settings") or {})
+        settings.setdefault("lsp", {"autoDetect": False})
+        kwargs["settings"] = settings
         s = Session(root=root if root is not None else ws, **kwargs)
         sessions.append(s)
         return s

@@ -20,8 +20,13 @@ def proj(ws):
 
 @pytest.fixture
 def session(make_session, tmp_path, monkeypatch):
+    """Tree-sitter only: language servers are switched off here (tests/intel/lsp/ has them)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    return lambda **kw: make_session(mode="acceptEdits", **kw)
+
+    def make(settings: dict | None = None, **kw):
+        return make_session(mode="acceptEdits", settings={"lsp": {"enabled": False}, **(settings or {})}, **kw)
+
+    return make
 
 
 # (operation, input beyond operation, lines that must appear in the text)

@@ -90,7 +90,8 @@ class LspClient:
         except OSError as e:
             raise LspCrashed(f"the {name} language server could not start ({argv[0]}: {e.strerror or e})") from None
         threading.Thread(target=self._read, name=f"lsp-{name}-out", daemon=True).start()
-        threading.Thread(target=self._drain_stderr, name=f"lsp-{name}-err", daemon=True).start()
+        self._stderr_thread = threading.Thread(target=self._drain_stderr, name=f"lsp-{name}-err", daemon=True)
+        self._stderr_thread.start()
 
     # -- reading ---------------------------------------------------------------------------------
     def _read(self) -> None:
@@ -286,6 +287,7 @@ class LspClient:
                 self.proc.wait(1.0)
             except subprocess.TimeoutExpired:
                 continue
+        self._stderr_thread.join(0.5)  # what it said last, for the failure reason
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             try:
                 stream.close()

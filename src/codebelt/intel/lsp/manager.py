@@ -29,6 +29,7 @@ class _Slot:
     restarts: int = 0
     timeouts: int = 0
     ready: threading.Event | None = None
+    starting: LspClient | None = None  # the process being initialised (closed if the session ends first)
 
 
 class LspManager:
@@ -67,19 +68,25 @@ class LspManager:
         client = None
         try:
             client = LspClient(slot.spec.name, slot.spec.argv(), self.root, env, slot.spec.settings)
+            with self._lock:
+                slot.starting = client
+                closed = self._closed
+            if closed:
+                raise LspCrashed("the session ended")
             client.initialize(self.start_timeout, slot.spec.initialization_options)
         except (LspCrashed, LspTimeout, OSError) as e:
             reason = str(e)
             if client is not None:
-                tail = client.stderr_tail(300)
                 client.close(0.5)
+                tail = client.stderr_tail(300)
                 if tail:
                     reason += f" (stderr: {tail})"
             with self._lock:
-                slot.state, slot.reason, slot.client = "failed", reason, None
+                slot.state, slot.reason, slot.client, slot.starting = "failed", reason, None, None
             slot.ready.set()
             return
         with self._lock:
+            slot.starting = None
             if self._closed:
                 client.close(0.5)
                 slot.state, slot.reason = "failed", "the session ended"
@@ -152,8 +159,8 @@ class LspManager:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            clients = [s.client for s in self._slots.values() if s.client is not None]
+            clients = [c for s in self._slots.values() for c in (s.client, s.starting) if c is not None]
             for s in self._slots.values():
-                s.client = None
+                s.client = s.starting = None
         for c in clients:
             c.close()
