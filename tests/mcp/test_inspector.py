@@ -72,6 +72,9 @@ def test_inspector_lists_tools(inspector, project):
     grep = listed["Grep"]
     assert grep["inputSchema"]["type"] == "object" and "pattern" in grep["inputSchema"]["properties"]
     assert grep["annotations"]["readOnlyHint"] is True
+    for name in ("LSP", "RepoMap"):  # the code-intelligence tools, listed with their annotations
+        assert listed[name]["annotations"]["readOnlyHint"] is True, listed[name]
+        assert "operation" in listed["LSP"]["inputSchema"]["properties"]
 
 
 def test_inspector_calls_a_tool(inspector, project):
