@@ -36,6 +36,8 @@ def test_json_contract_on_a_sample(layout, tmp_path):
         assert out["decision"] == expected, (command, out["reason"])
         assert isinstance(out["read_only"], bool) and isinstance(out["complex"], bool)
         assert isinstance(out["reason"], str) and out["reason"]
+        # the read-only jail backs the read-only verdicts, whatever sandbox.mode: check says which
+        assert {"jail", "jail_reason"} <= set(out["sandbox"]) and out["sandbox"]["jail_reason"]
         for c in out["commands"]:
             assert set(c) >= {"argv", "read_only", "reason"}
             assert isinstance(c["argv"], list)

@@ -273,7 +273,7 @@ class Sandbox:
             ok, err, code = self._run_probe("jail-bwrap")
             if ok:
                 return JailStatus("bwrap", "bubblewrap: only the workspace, the additional directories and "
-                                  "system directories visible, all read-only; no network, no sockets")
+                                  "system directories visible, all read-only; no network (an empty network namespace, no Unix sockets)")
             tried.append(f"bwrap: {_bwrap.explain_failure(err, code)}")
         from . import landlock
 
