@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lsprotocol import types as lsp
+from . import methods as lsp
 
 from ...errors import IntelError
 from .transport import ProtocolError, encode, read_frame

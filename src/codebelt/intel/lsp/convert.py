@@ -11,11 +11,21 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import unquote, urlparse
 
-from lsprotocol import types as lsp
+from functools import cache
 
 from ..model import Location, Symbol
 
-KINDS = {k.value: k.name.lower() for k in lsp.SymbolKind}
+
+@cache
+def _kinds() -> dict[int, str]:
+    """LSP SymbolKind numbers → names (lsprotocol's enumeration, loaded on first use)."""
+    from lsprotocol.types import SymbolKind
+
+    return {k.value: k.name.lower() for k in SymbolKind}
+
+
+def kind_name(kind) -> str | None:
+    return _kinds().get(kind)
 
 
 def uri_path(uri: str) -> Path | None:
@@ -94,7 +104,7 @@ def symbols(lines: Lines, result: Any, path: Path | None = None) -> list[Symbol]
         for s in items:
             if not isinstance(s, dict) or "name" not in s:
                 continue
-            kind = KINDS.get(s.get("kind"), "symbol")
+            kind = kind_name(s.get("kind")) or "symbol"
             if "location" in s:  # SymbolInformation / WorkspaceSymbol
                 loc = s["location"]
                 p = uri_path(loc.get("uri", ""))
@@ -134,7 +144,7 @@ def call_items(lines: Lines, result: Any, key: str | None = None) -> list[Symbol
             continue
         line, char = _position(lines, p, rng["start"])
         end_line, _ = _position(lines, p, (item.get("range") or rng)["end"])
-        out.append(Symbol(item.get("name", "?"), KINDS.get(item.get("kind"), "function"), p, line, char, end_line,
+        out.append(Symbol(item.get("name", "?"), kind_name(item.get("kind")) or "function", p, line, char, end_line,
                           None, lines.line(p, line - 1).strip()))
     return out
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from lsprotocol import types as lsp
+from . import methods as lsp
 
 from ...errors import IntelError
 from ..model import Answer
