@@ -25,9 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import methods as lsp
-
 from ...errors import IntelError
+from . import methods as lsp
 from .transport import ProtocolError, encode, read_frame
 
 STDERR_KEEP = 64 * 1024

@@ -7,11 +7,10 @@ layer decides what to show.
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import unquote, urlparse
-
-from functools import cache
 
 from ..model import Location, Symbol
 

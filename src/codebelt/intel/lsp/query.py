@@ -11,11 +11,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from . import methods as lsp
-
 from ...errors import IntelError
 from ..model import Answer
 from . import convert
+from . import methods as lsp
 from .client import LspClient, LspCrashed, LspError, LspTimeout
 from .manager import LspManager
 
