@@ -5,6 +5,7 @@
     │   └── RuleError             a permission rule that does not parse
     ├── PathError                 a path that cannot be used at all (UNC, NUL byte, empty)
     ├── UnknownToolError          a call named a tool that is not registered
+    ├── SessionClosed             a call on a session that was closed
     ├── ToolError                 a tool ends its call with a message for the model (+ data)
     ├── Cancelled                 the caller cancelled the call
     ├── ApprovalRefused           an approver could not ask anyone (the message says why)
@@ -54,6 +55,10 @@ class PathError(CodebeltError):
 
 class UnknownToolError(CodebeltError):
     """A call named a tool that is not registered."""
+
+
+class SessionClosed(CodebeltError):
+    """A call reached a session after `close()`: nothing new may start there."""
 
 
 class ToolError(CodebeltError):

@@ -28,6 +28,7 @@ from .errors import (
     Cancelled,
     CodebeltError,
     PathError,
+    SessionClosed,
     SettingsError,
     ToolError,
     UnknownToolError,
@@ -413,6 +414,8 @@ class Session:
         tool_name = name
         use_id = None
         try:
+            if self._closed:
+                raise SessionClosed("This session is closed; start a new session to run tools.")
             if prepared is None:
                 prepared = self._prepare(name, input)
             tool, params = prepared.tool, prepared.params

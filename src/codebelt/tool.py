@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from .errors import Cancelled, ToolError
+from .errors import Cancelled, SessionClosed, ToolError
 from .workspace import Workspace
 
 if TYPE_CHECKING:
@@ -80,6 +80,8 @@ class Services:
     def get(self, factory: Callable[["ToolContext"], T], ctx: "ToolContext") -> T:
         with self._lock:
             if factory not in self._items:
+                if self._closed:  # a service made now would outlive the session (nobody closes it)
+                    raise SessionClosed("This session is closed; start a new session to run tools.")
                 self._items[factory] = factory(ctx)
             return self._items[factory]
 
@@ -90,8 +92,10 @@ class Services:
 
     def close(self) -> None:
         with self._lock:
+            # kept, closed: a call still finishing when the session closed gets the same
+            # (now closed) objects rather than new ones nobody would close
+            self._closed = True
             items = list(self._items.values())
-            self._items.clear()
         for s in items:
             close = getattr(s, "close", None)
             if callable(close):

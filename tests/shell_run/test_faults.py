@@ -117,13 +117,39 @@ def test_session_close_during_a_foreground_call(shell):
     out = {}
     t = threading.Thread(target=lambda: out.setdefault("r", s.call("Bash", {"command": tok})))
     t.start()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # a loaded machine can take seconds to start bash
     while not live_processes([tok], []) and time.monotonic() < deadline:
         time.sleep(0.02)
+    assert live_processes([tok], []), "the command never started"
     s.close()
     t.join(10)
     assert not t.is_alive()
     assert out["r"].data["interrupted"] is True
+
+
+@pytest.mark.parametrize("delay_s", [0, 0.001, 0.005, 0.02, 0.05])
+def test_session_close_while_a_call_is_starting(shell, delay_s):
+    # Whatever point the call has reached when the session closes, it returns promptly and no
+    # command survives: a service created after close would belong to nobody.
+    s = shell.session()
+    tok = shell.token("sleep 746")
+    out = {}
+    t = threading.Thread(target=lambda: out.setdefault("r", s.call("Bash", {"command": tok})))
+    t.start()
+    time.sleep(delay_s)
+    s.close()
+    t.join(15)
+    assert not t.is_alive()
+    r = out["r"]
+    assert r.is_error or r.data["interrupted"] is True, r.text  # refused, or started and stopped
+    assert not wait_gone([tok], [], within=5)
+
+
+def test_a_closed_session_refuses_calls(shell):
+    s = shell.session()
+    s.close()
+    r = s.call("Bash", {"command": "echo hi"})
+    assert r.is_error and "session is closed" in r.text
 
 
 def test_progress_reports(shell):

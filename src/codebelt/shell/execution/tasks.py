@@ -128,8 +128,7 @@ class TaskManager:
         (the read-only jail) instead of the session's sandbox."""
         wrap = wrap or self.wrapper()
         with self._lock:
-            if self._closed:
-                raise ShellError("the session is closed; no new commands can start.")
+            self._refuse_if_closed()
             n = next(self._seq)
         marker = f"{self.marker_prefix}{n}"
         env = dict(self._env)
@@ -147,7 +146,8 @@ class TaskManager:
             wrap=wrap,
             marker=marker,
         )
-        with self._lock:
+        with self._lock:  # checked again with the add: close() must see every process it has to stop
+            self._refuse_if_closed()
             self._live.add(proc)
         proc.on_exit.append(self._forget)
         try:
@@ -155,7 +155,15 @@ class TaskManager:
         except BaseException:
             self._forget(proc)
             raise
+        with self._lock:
+            closed_meanwhile = self._closed
+        if closed_meanwhile:  # close() ran while this one was starting and may have missed it
+            proc.stop("session_end")
         return proc
+
+    def _refuse_if_closed(self) -> None:
+        if self._closed:
+            raise ShellError("the session is closed; no new commands can start.")
 
     def release_spool(self, proc: ShellProcess) -> None:
         """The output of a finished foreground command was shown inline: delete it."""
