@@ -237,6 +237,51 @@ def test_references_can_include_definitions(project, make_index):
     assert len(one.locations) == 1 and one.truncated
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_references_are_every_use_in_path_then_position_order(tmp_path, make_index, workers):
+    # a name used as a call, an attribute and a bare identifier in one file (several stored
+    # groups per file), in many files: every limit must give the first uses in (path, line,
+    # character) order, and the total must count them all
+    root = tmp_path / "uses"
+    root.mkdir()
+    for i in range(60):
+        (root / f"m{i:02}.py").write_text(
+            f"import x\nv = x.run\nrun = 1\nrun()\nprint(run, x.run({i}))\n"
+            "class K(run):\n    pass\n")
+    ix = make_index(root, workers=workers)
+    ix.refresh()
+    expected = sorted((f"m{i:02}.py", line, char) for i in range(60) for _, _, line, char
+                      in [r for r in ix.file_facts(root / f"m{i:02}.py").refs if r[0] == "run"])
+    assert len(expected) == 60 * 5
+    for limit in (1, 4, 5, 7, 299, 300, 1000):
+        ans = ix.references("run", limit=limit)
+        got = [(loc.path.name, loc.line, loc.character) for loc in ans.locations]
+        assert got == expected[:limit]
+        assert ans.total == 300 and ans.truncated == (limit < 300)
+
+
+def test_queries_refresh_when_told_or_when_old(tmp_path, make_index):
+    root = tmp_path / "fresh"
+    root.mkdir()
+    (root / "a.py").write_text("def one():\n    pass\n")
+    ix = make_index(root, max_age=3600.0)
+    ix.refresh()
+    gen = ix.generation
+    assert ix.refresh().parsed == 0 and ix.generation == gen  # nothing new: caches stay valid
+    (root / "b.py").write_text("def two():\n    pass\n")
+    assert ix.definitions("two").total == 0  # refreshed less than max_age ago, nobody said
+    ix.mark_stale()
+    assert ix.definitions("two").total == 1
+    assert ix.generation > gen
+    (root / "c.py").write_text("def three():\n    pass\n")
+    ix.max_age = 0.0
+    assert ix.definitions("three").total == 1
+    (root / "d.py").write_text("def four():\n    pass\n")
+    ix.max_age = None  # the caller refreshes: queries never do
+    ix.mark_stale()
+    assert ix.definitions("four").total == 0
+
+
 CURSOR_CASES = [
     # (file, line, character, identifier)
     ("report.py", 9, 9, "Circle"),
@@ -320,15 +365,16 @@ def test_a_failed_background_build_is_reported_in_notes(project, make_index):
 
     def listing():
         calls.append(1)
-        if len(calls) == 1:
+        if len(calls) <= 2:
             raise OSError("listing went wrong")
         return [root / "shapes.py"]
 
     ix = make_index(root, list_files=listing)
     ix.start()
     assert ix.wait(timeout=30)
-    ans = ix.definitions("Circle")
+    ans = ix.definitions("Circle")  # tries again first (the index was never built); fails again
+    assert len(calls) == 2
     assert ans.total == 0 and ans.note and "listing went wrong" in ans.note
-    ix.refresh()  # the next refresh succeeds and clears the note
-    ans = ix.definitions("Circle")
+    ans = ix.definitions("Circle")  # and again: this time the listing works
+    assert len(calls) == 3
     assert ans.total == 1 and ans.note is None

@@ -38,7 +38,7 @@ def test_a_dying_worker_costs_only_the_guilty_file(tmp_path: Path, monkeypatch):
     assert len(results) == 81
     assert results["poison.py"].error == CRASHED
     good = [o for rel, o in results.items() if rel != "poison.py"]
-    assert all(o.error is None and o.facts and len(o.facts.symbols) == 1 for o in good)
+    assert all(o.error is None and o.rows and len(o.rows.symbols) == 1 for o in good)
 
 
 def test_workers_are_gone_after_a_run(tmp_path: Path, monkeypatch):

@@ -82,6 +82,28 @@ def _is_constant_name(name: str) -> bool:
     return len(name) > 1 and name.upper() == name and any(c.isalpha() for c in name)
 
 
+_DEF, _SCOPE, _REF, _NONE = range(4)
+_ROLES: dict[str, dict[int, tuple[int, str, str]]] = {}
+
+
+def _roles(language: str) -> dict[int, tuple[int, str, str]]:
+    # what each pattern of a language's query captures, learnt from its first match: every
+    # match of a pattern has the same capture names, and looking at them once per pattern
+    # instead of once per match is most of the Python-level cost of a build
+    return _ROLES.setdefault(language, {})
+
+
+def _role(caps: dict) -> tuple[int, str, str]:
+    for cap in caps:
+        if cap.startswith("definition."):
+            return (_DEF, cap, cap[11:])
+        if cap == "scope":
+            return (_SCOPE, cap, "scope")
+        if cap.startswith("reference."):
+            return (_REF, cap, cap[10:])
+    return (_NONE, "", "")
+
+
 def extract(source: bytes, language: str) -> FileFacts:
     tree = parser(language).parse(source)
     cursor = QueryCursor(tags_query(language), match_limit=QUERY_MATCH_LIMIT)
@@ -97,41 +119,44 @@ def extract(source: bytes, language: str) -> FileFacts:
     # several patterns may define the same name (a struct is also a type): the pattern written
     # first in the query wins
     best_def: dict[int, int] = {}  # name start byte -> index into defs
+    roles = _roles(language)
     for pattern, caps in cursor.matches(tree.root_node):
         names = caps.get("name")
         if not names:
             continue
         name_node = names[0]
-        for cap, nodes in caps.items():
-            if cap.startswith("definition."):
-                node = nodes[0]
-                explicit = caps.get("container")
-                entry = (node.start_byte, -node.end_byte, _text(name_node), cap[11:],
-                         name_node, _text(explicit[0]) if explicit else None, True, node)
-                key = name_node.start_byte
-                seen = best_def.get(key)
-                if seen is None:
-                    best_def[key] = len(defs)
-                    defs.append(entry)
-                    def_patterns.append(pattern)
-                elif pattern < def_patterns[seen]:
-                    defs[seen] = entry
-                    def_patterns[seen] = pattern
-                def_name_starts.add(key)
-                break
-            if cap == "scope":
-                node = nodes[0]
-                defs.append((node.start_byte, -node.end_byte, _text(name_node), "scope",
-                             name_node, None, False, node))
+        role = roles.get(pattern)
+        if role is None:
+            role = roles[pattern] = _role(caps)
+        what, cap, kind = role
+        if what != _REF and cap not in caps:  # a pattern whose captures vary: look each time
+            what, cap, kind = _role(caps)
+        if what == _REF:
+            prio = REF_PRIORITY.get(kind, 5)
+            key = name_node.start_byte
+            old = refs.get(key)
+            if old is None or prio < old[0]:
+                refs[key] = (prio, kind, name_node)
+        elif what == _DEF:
+            node = caps[cap][0]
+            explicit = caps.get("container")
+            entry = (node.start_byte, -node.end_byte, _text(name_node), kind,
+                     name_node, _text(explicit[0]) if explicit else None, True, node)
+            key = name_node.start_byte
+            seen = best_def.get(key)
+            if seen is None:
+                best_def[key] = len(defs)
+                defs.append(entry)
                 def_patterns.append(pattern)
-                break
-            if cap.startswith("reference."):
-                kind = cap[10:]
-                prio = REF_PRIORITY.get(kind, 5)
-                old = refs.get(name_node.start_byte)
-                if old is None or prio < old[0]:
-                    refs[name_node.start_byte] = (prio, kind, name_node)
-                break
+            elif pattern < def_patterns[seen]:
+                defs[seen] = entry
+                def_patterns[seen] = pattern
+            def_name_starts.add(key)
+        elif what == _SCOPE:
+            node = caps[cap][0]
+            defs.append((node.start_byte, -node.end_byte, _text(name_node), "scope",
+                         name_node, None, False, node))
+            def_patterns.append(pattern)
 
     defs.sort(key=lambda d: (d[0], d[1]))
     stack: list[tuple[int, str, str]] = []  # (end_byte, name, kind) of open containers

@@ -8,6 +8,7 @@ and forgets deleted ones. Every query is bounded by its `limit`.
 from __future__ import annotations
 
 import bisect
+import itertools
 import os
 import re
 import sqlite3
@@ -22,13 +23,20 @@ from .extract import FileFacts, extract
 from .languages import language_for, parser
 from .listing import Listing, list_from, list_with_ripgrep
 from .model import Answer, Location, Symbol
-from .pool import Job, Outcome, Parser
+from .pool import INLINE_BELOW, Job, Outcome, Parser, parse_one
+from .rows import unpack_spots
 from .sources import SourceSkipped, read_source
 from .store import Store
 
 BACKEND = "tree-sitter"
 DEFAULT_MAX_FILES = 20_000
 COMMIT_EVERY = 0.5  # seconds between commits during a build: queries see progress this often
+# A query refreshes the index first when a change was reported (`mark_stale`) or the last
+# refresh began more than MAX_AGE seconds ago (files also change under background commands and
+# other editors), and waits up to REFRESH_WAIT for it; past that it answers from what is
+# indexed and says the index is still being built.
+MAX_AGE = 1.0
+REFRESH_WAIT = 2.0
 KIND_ORDER = {"class": 0, "interface": 0, "struct": 0, "trait": 0, "enum": 1, "type": 1,
               "function": 2, "method": 2, "module": 3, "macro": 3, "constant": 4, "variable": 5,
               "field": 6}
@@ -91,6 +99,7 @@ class CodeIndex:
         workers: int | None = None,
         progress: Callable[[int, int], None] | None = None,
         rg: str | None = None,
+        max_age: float | None = MAX_AGE,
     ):
         try:
             self.root = Path(root).resolve(strict=True)
@@ -117,6 +126,9 @@ class CodeIndex:
         self._capped = False
         self._build_error: str | None = None
         self._built_once = False
+        self.max_age = max_age  # None: queries never refresh by themselves (the caller does)
+        self._stale = False
+        self._refreshed_at = 0.0  # monotonic time the last successful refresh began
         self.generation = 0  # bumped on every commit: caches keyed on it go stale
         self._names: tuple[int, _Names] | None = None
         # data derived from the index by other modules (the repo map's graph), keyed by name,
@@ -154,16 +166,29 @@ class CodeIndex:
         finally:
             self._building = False
 
+    def mark_stale(self) -> None:
+        """Files may have changed: the next query refreshes first (however recent the last
+        refresh was)."""
+        self._stale = True
+
     def _ensure_started(self) -> None:
         self._check_open()
         if not self._built_once and self._thread is None:
             self.start()
+            return  # the first build: queries answer from what it has so far
+        if self._building or self.max_age is None:
+            return
+        if self._stale or time.monotonic() - self._refreshed_at > self.max_age:
+            self._stale = False  # a change reported from now on is seen by the next query
+            self.start()
+            self.wait(REFRESH_WAIT)
 
     def refresh(self) -> RefreshStats:
         """Bring the index up to date with the files on disk; returns what it did."""
         self._check_open()
         with self._build_lock:
             self._building = True
+            started = time.monotonic()
             try:
                 stats = self._refresh()
             except BaseException:
@@ -172,6 +197,7 @@ class CodeIndex:
             finally:
                 self._building = False
             self._built_once = True
+            self._refreshed_at = started
             self._build_error = None
             self.last_refresh = stats
             return stats
@@ -185,29 +211,60 @@ class CodeIndex:
         started = time.monotonic()
         stats = RefreshStats()
         self._progress = (0, 0)
-        listing = self._list()
+        store = self._store
+        # Listing runs in a thread while the files indexed before are stat'ed and, when only a
+        # few changed (an edit), parsed: a re-index after an edit then costs about the larger
+        # of the two, not their sum. What the listing no longer has is dropped, parsed or not.
+        lister = _Lister(self._list)
+        lister.start()
+        prefix = f"{self.root}{os.sep}"
+        try:
+            known = store.known_files()
+            early: dict[str, Job] = {}  # changed files indexed before
+            unchanged: set[str] = set()
+            for rel, (_, mtime_ns, size, lang) in known.items():
+                st = _stat(prefix + rel)
+                if st is None:
+                    continue  # gone: dropped below, as the listing will not have it
+                if (st.st_mtime_ns, st.st_size) == (mtime_ns, size):
+                    unchanged.add(rel)
+                else:
+                    early[rel] = Job(rel, prefix + rel, lang, st.st_size, st.st_mtime_ns)
+            parsed_early: list[tuple[Job, Outcome]] = []
+            if len(early) < INLINE_BELOW:
+                for job in early.values():
+                    if self._stop.is_set():
+                        break
+                    parsed_early.append((job, parse_one(job, self.max_file_bytes)))
+        except BaseException:
+            lister.join()
+            raise
+        listing = lister.result()
         self._capped = stats.capped = listing.capped
         stats.listed = len(listing.files)
-        store = self._store
-        known = store.known_files()
+
         jobs: list[Job] = []
         present: set[str] = set()
         for rel, (path, lang) in listing.files.items():
-            try:
-                st = os.stat(path, follow_symlinks=False)
-            except OSError:
-                continue  # gone since the listing: dropped below
-            present.add(rel)
-            old = known.get(rel)
-            if old is not None and (st.st_mtime_ns, st.st_size) == (old[1], old[2]):
+            if rel in unchanged:
+                present.add(rel)
                 stats.unchanged += 1
                 continue
-            jobs.append(Job(rel, path, lang, st.st_size, st.st_mtime_ns))
+            job = early.get(rel)
+            if job is None or job.language != lang:
+                st = _stat(path)
+                if st is None:
+                    continue  # gone since the listing: dropped below
+                job = Job(rel, path, lang, st.st_size, st.st_mtime_ns)
+            present.add(rel)
+            jobs.append(job)
+        chosen = {j.rel: j for j in jobs}
+        ready = {j.rel: (j, o) for j, o in parsed_early if chosen.get(j.rel) is j}
         gone = [known[rel][0] for rel in known.keys() - present]
         stats.removed = len(gone)
         if gone:
             store.delete_files(gone)
-            self._commit()
+            self._commit(changed=True)
 
         total = len(jobs)
         self._progress = (0, total)
@@ -217,7 +274,7 @@ class CodeIndex:
         def on_result(job: Job, out: Outcome) -> None:
             nonlocal done, last_commit
             old = known.get(job.rel)
-            store.put_file(job.rel, job.language, out.mtime_ns, out.size, out.facts, out.error,
+            store.put_file(job.rel, job.language, out.mtime_ns, out.size, out.rows, out.error,
                            old[0] if old else None)
             if out.error:
                 stats.failed += 1
@@ -225,20 +282,23 @@ class CodeIndex:
             self._progress = (done, total)
             now = time.monotonic()
             if now - last_commit >= COMMIT_EVERY:
-                self._commit()
+                self._commit(changed=True)
                 last_commit = now
             if self.progress is not None:
                 self.progress(done, total)
 
-        self._parser.run(jobs, on_result, self._stop)
-        self._commit()
+        for rel, (job, out) in ready.items():
+            on_result(job, out)
+        self._parser.run([j for j in jobs if j.rel not in ready], on_result, self._stop)
+        self._commit(changed=done > 0)
         stats.parsed = done
         stats.seconds = time.monotonic() - started
         return stats
 
-    def _commit(self) -> None:
+    def _commit(self, changed: bool) -> None:
         self._store.commit()
-        self.generation += 1
+        if changed:  # a refresh that found nothing new keeps the caches built on this generation
+            self.generation += 1
 
     # -- state -------------------------------------------------------------------------------------
 
@@ -303,7 +363,8 @@ class CodeIndex:
         self._ensure_started()
         limit = _check_limit(limit)
         db = self._db()
-        total = db.execute("SELECT count(*) FROM refs WHERE name = ?", (name,)).fetchone()[0]
+        total = db.execute("SELECT coalesce(sum(count), 0) FROM refs WHERE name = ?",
+                           (name,)).fetchone()[0]
         spots: list[tuple[Path, int, int, int, int]] = []
         if include_definitions:
             total += db.execute("SELECT count(*) FROM symbols WHERE name = ?",
@@ -314,12 +375,23 @@ class CodeIndex:
                     (name, limit)):
                 spots.append((self.absolute(path), line, char, line, char + len(name)))
         room = limit - len(spots)
-        if room > 0:
-            for path, line, char in db.execute(
-                    "SELECT f.path, r.line, r.character FROM refs r JOIN files f "
-                    "ON f.id = r.file_id WHERE r.name = ? ORDER BY f.path, r.line, r.character "
-                    "LIMIT ?", (name, room)):
-                spots.append((self.absolute(path), line, char, line, char + len(name)))
+        # groups come in path order; a file's plain and non-plain groups are merged before
+        # the next file, so the first `room` positions are the right ones
+        current: str | None = None
+        pending: list[tuple[int, int]] = []
+        rows = db.execute("SELECT f.path, r.spots FROM refs r JOIN files f ON f.id = r.file_id "
+                          "WHERE r.name = ? ORDER BY f.path", (name,))
+        for path, blob in itertools.chain(rows, [(None, b"")]):
+            if path != current:
+                if current is not None:
+                    p = self.absolute(current)
+                    for line, char in sorted(pending)[:room]:
+                        spots.append((p, line, char, line, char + len(name)))
+                    room = limit - len(spots)
+                current, pending = path, []
+                if room <= 0:
+                    break
+            pending += unpack_spots(blob)
         spots.sort(key=lambda s: (str(s[0]), s[1], s[2]))
         return self._answer(locations=self._locations(spots), total=total,
                             truncated=total > len(spots))
@@ -487,8 +559,8 @@ class CodeIndex:
             "SELECT f.path, s.name, s.kind, s.line, s.signature, s.container FROM symbols s "
             "JOIN files f ON f.id = s.file_id").fetchall()
         refs = db.execute(
-            "SELECT f.path, n.name, n.plain, n.count FROM file_names n "
-            "JOIN files f ON f.id = n.file_id"
+            "SELECT f.path, r.name, r.plain, r.count FROM refs r "
+            "JOIN files f ON f.id = r.file_id"
         ).fetchall()
         return defs, refs
 
@@ -587,3 +659,40 @@ def _first_identifier(root, row: int) -> str | None:
             return node.text.decode("utf-8", "replace")
         stack.extend(reversed(node.children))
     return None
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+
+
+class _Lister:
+    """Runs a listing in a thread of its own; `result()` waits for it and re-raises its error."""
+
+    def __init__(self, list_files: Callable[[], Listing]):
+        self._list_files = list_files
+        self._listing: Listing | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name="codebelt-intel-listing")
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._listing = self._list_files()
+        except BaseException as e:  # handed to the thread that waits for the listing
+            self._error = e
+
+    def join(self) -> None:
+        self._thread.join()  # the listing is bounded by its own timeout
+
+    def result(self) -> Listing:
+        self.join()
+        if self._error is not None:
+            raise self._error
+        assert self._listing is not None
+        return self._listing

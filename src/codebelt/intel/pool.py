@@ -22,8 +22,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from .extract import FileFacts, extract
+from .extract import extract
 from .frames import HEADER, write_frame
+from .rows import FileRows
 from .sources import SourceSkipped, read_source
 
 CHUNK_FILES = 16  # files per request: amortises the round trip
@@ -47,7 +48,7 @@ class Job:
 class Outcome:
     mtime_ns: int
     size: int
-    facts: FileFacts | None
+    rows: FileRows | None
     error: str | None
 
 
@@ -61,7 +62,7 @@ def parse_one(job: Job, max_bytes: int) -> Outcome:
         # recorded with the listed stat: not read again until it changes
         return Outcome(job.mtime_ns, job.size, None, str(e))
     try:
-        return Outcome(src.mtime_ns, src.size, extract(src.data, job.language), None)
+        return Outcome(src.mtime_ns, src.size, FileRows.of(extract(src.data, job.language)), None)
     except Exception as e:  # a grammar or query bug must cost one file, not the index
         return Outcome(src.mtime_ns, src.size, None, f"parse failed: {type(e).__name__}: {e}")
 
@@ -155,8 +156,8 @@ class _Worker:
 
 def _outcome(raw: tuple) -> Outcome:
     mtime_ns, size, error, symbols, refs, truncated = raw
-    facts = None if symbols is None else FileFacts(list(symbols), list(refs), truncated)
-    return Outcome(mtime_ns, size, facts, error)
+    rows = None if symbols is None else FileRows(symbols, refs, truncated)
+    return Outcome(mtime_ns, size, rows, error)
 
 
 class Parser:

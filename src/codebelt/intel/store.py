@@ -13,10 +13,15 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import IndexStoreError
-from .extract import FileFacts
+from .rows import FileRows
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 DB_NAME = "index.sqlite3"
+# The WAL is copied back into the database (a checkpoint: two fsyncs, tens of ms) by a thread
+# of its own once it passes CHECKPOINT_AT, so a re-index does not wait on the disk; past
+# CHECKPOINT_INLINE (the thread cannot keep up) the writer checkpoints itself, bounding the WAL.
+CHECKPOINT_AT = 4 << 20
+CHECKPOINT_INLINE = 64 << 20
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -36,17 +41,15 @@ CREATE TABLE symbols (
 );
 CREATE INDEX symbols_name ON symbols(name);
 CREATE INDEX symbols_file ON symbols(file_id);
+-- one row per (file, name, plain): how often the file uses the name, and where (see rows.py).
+-- plain = 1 counts bare identifiers (which may be locals), 0 calls, types, imports, attributes;
+-- the repository map's graph is built from the counts
 CREATE TABLE refs (
-    file_id INTEGER NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL,
-    line INTEGER NOT NULL, character INTEGER NOT NULL
+    file_id INTEGER NOT NULL, name TEXT NOT NULL, plain INTEGER NOT NULL,
+    count INTEGER NOT NULL, spots BLOB NOT NULL
 );
 CREATE INDEX refs_name ON refs(name);
 CREATE INDEX refs_file ON refs(file_id);
--- references counted per (file, name, plain): the repository map's graph is built from this.
--- plain = 1 counts bare identifiers (which may be locals), 0 calls, types, imports, attributes
-CREATE TABLE file_names (file_id INTEGER NOT NULL, name TEXT NOT NULL, plain INTEGER NOT NULL,
-                         count INTEGER NOT NULL);
-CREATE INDEX file_names_file ON file_names(file_id);
 """
 
 
@@ -79,6 +82,7 @@ class Store:
             self.writer = self._open_writer()
         except sqlite3.Error as e:
             raise IndexStoreError(f"cannot open the index database {self.path}: {e}") from e
+        self._checkpointer = _Checkpointer(self.path)
 
     def _open_writer(self) -> sqlite3.Connection:
         conn = self._try_open()
@@ -96,6 +100,7 @@ class Store:
                              [("schema", SCHEMA_VERSION), ("root", str(self.root))])
             conn.commit()
         conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA wal_autocheckpoint=0")
         return conn
 
     def _try_open(self) -> sqlite3.Connection | None:
@@ -124,42 +129,47 @@ class Store:
 
     # -- writing (builder thread only) ---------------------------------------------------------
 
-    def known_files(self) -> dict[str, tuple[int, int, int]]:
-        """path -> (id, mtime_ns, size)"""
-        return {p: (i, m, s) for i, p, m, s in
-                self.writer.execute("SELECT id, path, mtime_ns, size FROM files")}
+    def known_files(self) -> dict[str, tuple[int, int, int, str]]:
+        """path -> (id, mtime_ns, size, language)"""
+        return {p: (i, m, s, lang) for i, p, m, s, lang in
+                self.writer.execute("SELECT id, path, mtime_ns, size, language FROM files")}
 
     def delete_files(self, ids: Iterable[int]) -> None:
         rows = [(i,) for i in ids]
         w = self.writer
-        for table in ("symbols", "refs", "file_names"):
+        for table in ("symbols", "refs"):
             w.executemany(f"DELETE FROM {table} WHERE file_id = ?", rows)
         w.executemany("DELETE FROM files WHERE id = ?", rows)
 
     def put_file(self, rel: str, language: str, mtime_ns: int, size: int,
-                 facts: FileFacts | None, error: str | None, old_id: int | None) -> None:
+                 rows: FileRows | None, error: str | None, old_id: int | None) -> None:
         w = self.writer
         if old_id is not None:
             self.delete_files([old_id])
         cur = w.execute(
             "INSERT INTO files (path, language, mtime_ns, size, truncated, error) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            (rel, language, mtime_ns, size, int(bool(facts and facts.truncated)), error))
+            (rel, language, mtime_ns, size, int(bool(rows and rows.truncated)), error))
         fid = cur.lastrowid
-        if facts is None:
+        if rows is None:
             return
         w.executemany("INSERT INTO symbols VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                      [(fid, *s) for s in facts.symbols])
-        w.executemany("INSERT INTO refs VALUES (?, ?, ?, ?, ?)", [(fid, *r) for r in facts.refs])
-        counts: dict[tuple[str, int], int] = {}
-        for name, kind, _, _ in facts.refs:
-            key = (name, int(kind == "identifier"))
-            counts[key] = counts.get(key, 0) + 1
-        w.executemany("INSERT INTO file_names VALUES (?, ?, ?, ?)",
-                      [(fid, n, plain, c) for (n, plain), c in counts.items()])
+                      [(fid, *s) for s in rows.symbols])
+        w.executemany("INSERT INTO refs VALUES (?, ?, ?, ?, ?)", [(fid, *r) for r in rows.refs])
 
     def commit(self) -> None:
         self.writer.commit()
+        try:
+            wal = os.stat(f"{self.path}-wal").st_size
+        except OSError:
+            return
+        if wal >= CHECKPOINT_INLINE:
+            try:
+                self.writer.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            except sqlite3.Error:
+                pass  # retried at the next commit; the data is safe in the WAL meanwhile
+        elif wal >= CHECKPOINT_AT:
+            self._checkpointer.request()
 
     def rollback(self) -> None:
         try:
@@ -168,6 +178,7 @@ class Store:
             pass
 
     def close(self) -> None:
+        self._checkpointer.stop()
         with self._readers_lock:
             readers, self._readers = self._readers, []
         for conn in readers:
@@ -179,3 +190,52 @@ class Store:
             self.writer.close()
         except sqlite3.Error:
             pass
+
+
+class _Checkpointer:
+    """Runs PASSIVE checkpoints on its own connection when asked (started on first request).
+    PASSIVE never blocks readers or the writer: it copies what no reader still needs."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def request(self) -> None:
+        with self._lock:
+            if self._stopping:
+                return
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, daemon=True,
+                                                name="codebelt-intel-checkpoint")
+                self._thread.start()
+        self._wake.set()
+
+    def _loop(self) -> None:
+        conn = None
+        try:
+            conn = _connect(self.path, readonly=False)
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                if self._stopping:
+                    return
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except sqlite3.Error:
+                    pass  # the writer's inline fallback bounds the WAL
+        except sqlite3.Error:
+            return
+        finally:
+            if conn is not None:
+                conn.close()
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopping = True
+            t = self._thread
+        self._wake.set()
+        if t is not None:
+            t.join(timeout=30.0)  # one checkpoint at most; a stuck disk must not hang close

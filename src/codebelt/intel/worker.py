@@ -2,7 +2,7 @@
 file's facts on stdout. Started by `pool.Parser` as `python -P -m codebelt.intel.worker`.
 
 Frames both ways are a 4-byte big-endian length and a `marshal` payload (plain tuples, lists,
-strings and ints: no code, no pickle).
+strings, bytes and ints: no code, no pickle).
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ def main() -> int:
         out = []
         for path, language, size, mtime_ns in jobs:
             o = parse_one(Job("", path, language, size, mtime_ns), max_bytes)
-            facts = o.facts
+            rows = o.rows
             out.append((o.mtime_ns, o.size, o.error,
-                        facts.symbols if facts else None, facts.refs if facts else None,
-                        bool(facts and facts.truncated)))
+                        rows.symbols if rows else None, rows.refs if rows else None,
+                        bool(rows and rows.truncated)))
         write_frame(stdout, marshal.dumps(out))
 
 
