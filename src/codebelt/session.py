@@ -413,6 +413,7 @@ class Session:
         decision: Decision | None = None
         tool_name = name
         use_id = None
+        may_write = False
         try:
             if self._closed:
                 raise SessionClosed("This session is closed; start a new session to run tools.")
@@ -420,6 +421,7 @@ class Session:
                 prepared = self._prepare(name, input)
             tool, params = prepared.tool, prepared.params
             tool_name = tool.name
+            may_write = not tool.read_only
             use_id = f"toolu_{uuid.uuid4().hex[:20]}"
             pre = self._run_hooks("PreToolUse", {"tool_use_id": use_id}, tool.name, _as_input(input))
             if pre is not None and pre.updated_input is not None:
@@ -464,6 +466,8 @@ class Session:
                     _add_hook_output(result, post)
             except Exception:  # noqa: BLE001 - a failing hook never fails the call
                 pass
+        if may_write:  # whatever the outcome: a failed command may still have written
+            self._services.workspace_changed()
         result = self._with_notices(result)
         self._record(tool_name, input, decision, result, started)
         return result

@@ -90,6 +90,16 @@ class Services:
         with self._lock:
             return self._items.get(factory)
 
+    def workspace_changed(self) -> None:
+        """A call that may have written files ended: services that cache what the files hold
+        (`mark_stale()`) look again before they next answer."""
+        with self._lock:
+            items = list(self._items.values())
+        for s in items:
+            mark = getattr(s, "mark_stale", None)
+            if callable(mark):
+                mark()
+
     def close(self) -> None:
         with self._lock:
             # kept, closed: a call still finishing when the session closed gets the same

@@ -140,3 +140,39 @@ def test_diagnostics_after_apply_patch(proj, session):
     r = s.call("ApplyPatch", {"input": patch})
     assert not r.is_error and "This change introduced problems" in r.text
     assert [d["path"] for d in r.data["diagnostics"]] == ["m.py"]
+
+
+# How each change reaches the files; every one must be seen by the next LSP call (workspace
+# symbols, definitions and the repo map answer from the index, not from a fresh parse).
+FRESHNESS_CASES = [
+    ("Write", lambda ws, s: s.call("Write", {"file_path": str(ws / "n.py"), "content": "def fresh_one():\n    pass\n"})),
+    ("Edit", lambda ws, s: (s.call("Read", {"file_path": str(ws / "m.py")}),
+                            s.call("Edit", {"file_path": str(ws / "m.py"), "old_string": "def helper(x):",
+                                            "new_string": "def fresh_one(x):"}))),
+    ("Bash", lambda ws, s: s.call("Bash", {"command": "printf 'def fresh_one():\\n    pass\\n' > n.py"})),
+]
+
+
+@pytest.mark.parametrize("how,change", FRESHNESS_CASES, ids=[c[0] for c in FRESHNESS_CASES])
+def test_the_index_sees_changes_made_through_the_session_at_once(proj, session, how, change):
+    s = session(settings={"permissions": {"allow": ["Bash(printf:*)"]}})
+    first = s.call("LSP", {"operation": "workspaceSymbol", "query": "fresh_one"})
+    assert not first.is_error and "fresh_one" not in first.text
+    results = change(proj, s)
+    for r in results if isinstance(results, tuple) else (results,):
+        assert not r.is_error, r.text
+    again = s.call("LSP", {"operation": "workspaceSymbol", "query": "fresh_one"})
+    assert "function fresh_one" in again.text, again.text
+
+
+def test_the_index_sees_changes_made_outside_the_session(proj, session):
+    import time
+
+    s = session()
+    assert "function gone_soon" not in s.call("LSP", {"operation": "workspaceSymbol", "query": "gone"}).text
+    (proj / "ext.py").write_text("def gone_soon():\n    pass\n")  # another editor, a background job
+    time.sleep(1.2)  # past the index's MAX_AGE: the next query looks at the disk again
+    assert "function gone_soon" in s.call("LSP", {"operation": "workspaceSymbol", "query": "gone"}).text
+    (proj / "ext.py").unlink()
+    time.sleep(1.2)
+    assert "function gone_soon" not in s.call("LSP", {"operation": "workspaceSymbol", "query": "gone"}).text
