@@ -132,3 +132,41 @@ def test_diagnostics_report_what_an_edit_introduced(session, project):
     r = session.call("Edit", {"file_path": "main.py", "old_string": "return total_area(squares)",
                               "new_string": 'return f"{total_area(squares):.1f}"'})
     assert not r.data.get("diagnostics"), r.text
+
+
+def _wait_for_server(s: Session) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        r = s.call("LSP", {"operation": "hover", "filePath": "main.py", "line": 6, "character": 17})
+        if "lsp:basedpyright" in r.text:
+            return
+        time.sleep(0.5)
+    pytest.fail(f"basedpyright did not answer within 60 s: {r.text}")
+
+
+def test_open_documents_follow_the_disk(tmp_path, monkeypatch):
+    """A file the server holds open (a query opened it) then changed by something other than
+    codebelt's edit tools: answers must come from what the disk holds now, not the old text."""
+    from codebelt.intel.lsp import client as client_module
+    from codebelt.tools._services import lsp_manager
+
+    monkeypatch.setattr(client_module, "MAX_OPEN_DOCUMENTS", 2)
+    root = tmp_path / "proj"
+    shutil.copytree(FIXTURE, root)
+    with Session(root.resolve(), mode="acceptEdits", settings={"lsp": {"requestTimeoutMs": 30_000}}) as s:
+        _wait_for_server(s)
+        where = {"operation": "goToDefinition", "filePath": "main.py", "line": 6, "character": 17}
+        assert locations(s.call("LSP", where)) == ["pkg/shapes.py:14:5"]
+        s.call("LSP", {"operation": "documentSymbol", "filePath": "pkg/shapes.py"})  # now open
+        shapes = root / "pkg" / "shapes.py"
+        shapes.write_text("\n\n\n" + shapes.read_text())  # another editor adds three lines on top
+        assert locations(s.call("LSP", where)) == ["pkg/shapes.py:17:5"]
+        # at most MAX_OPEN_DOCUMENTS are held: the least recently used went back to the disk
+        s.call("LSP", {"operation": "documentSymbol", "filePath": "pkg/__init__.py"})
+        client = s._services.peek(lsp_manager).ready_clients()[0]
+        assert len(client.open_documents()) == 2
+        assert root.resolve() / "main.py" not in client.open_documents()
+        # a file that is gone is closed rather than kept at its last text
+        shapes.unlink()
+        s.call("LSP", where)
+        assert root.resolve() / "pkg" / "shapes.py" not in client.open_documents()

@@ -30,6 +30,9 @@ from . import methods as lsp
 from .transport import ProtocolError, encode, read_frame
 
 STDERR_KEEP = 64 * 1024
+# Documents held open at once: an open document's text comes from us, so each is re-read
+# before a query (query.py); closing the least recently used bounds that work and memory.
+MAX_OPEN_DOCUMENTS = 64
 
 
 class LspError(IntelError):
@@ -79,8 +82,9 @@ class LspClient:
         self._stderr_size = 0
         self.dead: str | None = None  # why the conversation ended
         self.capabilities: dict[str, Any] = {}
-        self.versions: dict[str, int] = {}  # documents we opened, by URI
+        self.versions: dict[str, int] = {}  # documents we opened, by URI, least recently used first
         self.texts: dict[str, str] = {}
+        self.paths: dict[str, Path] = {}
         try:
             self.proc = subprocess.Popen(
                 argv, cwd=root, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -230,7 +234,7 @@ class LspClient:
 
     def _sync(self, path: Path, text: str, language_id: str) -> int:
         uri = path.as_uri()
-        version = self.versions.get(uri)
+        version = self.versions.pop(uri, None)  # re-inserted last: the dict is in use order
         if version is None:
             version = 1
             self.notify(lsp.TEXT_DOCUMENT_DID_OPEN, {"textDocument": {
@@ -241,7 +245,26 @@ class LspClient:
                                                        "contentChanges": [{"text": text}]})
         self.versions[uri] = version
         self.texts[uri] = text
+        self.paths[uri] = path
+        while len(self.versions) > MAX_OPEN_DOCUMENTS:  # the least recently used go back to disk
+            self._close_document(next(iter(self.versions)))
         return version
+
+    def open_documents(self) -> list[Path]:
+        """The files this client holds open (the server reads their text from us, not disk)."""
+        with self._doc_lock:
+            return list(self.paths.values())
+
+    def close_document(self, path: Path) -> None:
+        with self._doc_lock:
+            if path.as_uri() in self.versions:
+                self._close_document(path.as_uri())
+
+    def _close_document(self, uri: str) -> None:
+        self.versions.pop(uri, None)
+        self.texts.pop(uri, None)
+        self.paths.pop(uri, None)
+        self.notify(lsp.TEXT_DOCUMENT_DID_CLOSE, {"textDocument": {"uri": uri}})
 
     def published_since(self, uri: str, seq: int) -> Published | None:
         with self._diag_cond:

@@ -52,6 +52,7 @@ def ask(manager: LspManager, operation: str, path: Path, line: int | None, chara
     if not client.capabilities.get(capability):
         raise Unanswered(f"the {client.name} language server does not support {operation}")
     try:
+        _resync_open(manager, client, path)
         text = _sync(manager, client, path) if operation != "workspaceSymbol" else ""
         lines = convert.Lines()
         if operation == "workspaceSymbol":
@@ -106,6 +107,23 @@ def _sync(manager: LspManager, client: LspClient, path: Path) -> str:
         raise Unanswered(f"cannot read {path.name}: {e.strerror}") from None
     client.sync(path, text, manager.language_id(path))
     return text
+
+
+def _resync_open(manager: LspManager, client: LspClient, asked: Path) -> None:
+    """Documents opened by earlier calls may have changed on disk since (Bash, another editor):
+    the server would answer from the text we gave it. Send what the files hold now; close those
+    that are gone or grew past the size cap (the server then reads the disk itself)."""
+    for path in client.open_documents():
+        if path == asked:
+            continue  # synced next, with errors reported
+        try:
+            if path.stat().st_size > MAX_SYNC_BYTES:
+                raise OSError("too large")
+            text = path.read_text(errors="replace")
+        except OSError:
+            client.close_document(path)
+            continue
+        client.sync(path, text, manager.language_id(path))
 
 
 def _position(text: str, line: int | None, character: int | None, name_at, path: Path) -> dict:
