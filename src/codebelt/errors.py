@@ -60,6 +60,9 @@ class UnknownToolError(CodebeltError):
 class SessionClosed(CodebeltError):
     """A call reached a session after `close()`: nothing new may start there."""
 
+    def __init__(self, message: str = "This session is closed; start a new session to run tools."):
+        super().__init__(message)
+
 
 class ToolError(CodebeltError):
     """Raised inside a tool's `validate`/`run` to end the call with an `is_error` result.

@@ -416,7 +416,7 @@ class Session:
         may_write = False
         try:
             if self._closed:
-                raise SessionClosed("This session is closed; start a new session to run tools.")
+                raise SessionClosed()
             if prepared is None:
                 prepared = self._prepare(name, input)
             tool, params = prepared.tool, prepared.params

@@ -81,7 +81,7 @@ class Services:
         with self._lock:
             if factory not in self._items:
                 if self._closed:  # a service made now would outlive the session (nobody closes it)
-                    raise SessionClosed("This session is closed; start a new session to run tools.")
+                    raise SessionClosed()
                 self._items[factory] = factory(ctx)
             return self._items[factory]
 

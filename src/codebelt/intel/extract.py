@@ -83,14 +83,10 @@ def _is_constant_name(name: str) -> bool:
 
 
 _DEF, _SCOPE, _REF, _NONE = range(4)
+# language -> pattern index -> what the pattern captures, learnt from its first match: every
+# match of a pattern has the same capture names, and looking at them once per pattern instead
+# of once per match is most of the Python-level cost of a build
 _ROLES: dict[str, dict[int, tuple[int, str, str]]] = {}
-
-
-def _roles(language: str) -> dict[int, tuple[int, str, str]]:
-    # what each pattern of a language's query captures, learnt from its first match: every
-    # match of a pattern has the same capture names, and looking at them once per pattern
-    # instead of once per match is most of the Python-level cost of a build
-    return _ROLES.setdefault(language, {})
 
 
 def _role(caps: dict) -> tuple[int, str, str]:
@@ -119,7 +115,7 @@ def extract(source: bytes, language: str) -> FileFacts:
     # several patterns may define the same name (a struct is also a type): the pattern written
     # first in the query wins
     best_def: dict[int, int] = {}  # name start byte -> index into defs
-    roles = _roles(language)
+    roles = _ROLES.setdefault(language, {})
     for pattern, caps in cursor.matches(tree.root_node):
         names = caps.get("name")
         if not names:

@@ -14,6 +14,7 @@ import re
 import sqlite3
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
@@ -215,10 +216,9 @@ class CodeIndex:
         # Listing runs in a thread while the files indexed before are stat'ed and, when only a
         # few changed (an edit), parsed: a re-index after an edit then costs about the larger
         # of the two, not their sum. What the listing no longer has is dropped, parsed or not.
-        lister = _Lister(self._list)
-        lister.start()
         prefix = f"{self.root}{os.sep}"
-        try:
+        with ThreadPoolExecutor(1, thread_name_prefix="codebelt-intel-listing") as pool:
+            listed = pool.submit(self._list)  # bounded by the listing's own timeout
             known = store.known_files()
             early: dict[str, Job] = {}  # changed files indexed before
             unchanged: set[str] = set()
@@ -236,10 +236,7 @@ class CodeIndex:
                     if self._stop.is_set():
                         break
                     parsed_early.append((job, parse_one(job, self.max_file_bytes)))
-        except BaseException:
-            lister.join()
-            raise
-        listing = lister.result()
+            listing = listed.result()
         self._capped = stats.capped = listing.capped
         stats.listed = len(listing.files)
 
@@ -375,23 +372,17 @@ class CodeIndex:
                     (name, limit)):
                 spots.append((self.absolute(path), line, char, line, char + len(name)))
         room = limit - len(spots)
-        # groups come in path order; a file's plain and non-plain groups are merged before
-        # the next file, so the first `room` positions are the right ones
-        current: str | None = None
-        pending: list[tuple[int, int]] = []
+        # a file's groups (bare identifiers and the rest) are merged and ordered before the next
+        # file's, so the first `room` positions in path order are the right ones
         rows = db.execute("SELECT f.path, r.spots FROM refs r JOIN files f ON f.id = r.file_id "
                           "WHERE r.name = ? ORDER BY f.path", (name,))
-        for path, blob in itertools.chain(rows, [(None, b"")]):
-            if path != current:
-                if current is not None:
-                    p = self.absolute(current)
-                    for line, char in sorted(pending)[:room]:
-                        spots.append((p, line, char, line, char + len(name)))
-                    room = limit - len(spots)
-                current, pending = path, []
-                if room <= 0:
-                    break
-            pending += unpack_spots(blob)
+        for path, group in itertools.groupby(rows, key=lambda r: r[0]):
+            if room <= 0:
+                break
+            p = self.absolute(path)
+            here = sorted(spot for _, blob in group for spot in unpack_spots(blob))
+            spots += [(p, line, char, line, char + len(name)) for line, char in here[:room]]
+            room = limit - len(spots)
         spots.sort(key=lambda s: (str(s[0]), s[1], s[2]))
         return self._answer(locations=self._locations(spots), total=total,
                             truncated=total > len(spots))
@@ -667,32 +658,3 @@ def _stat(path: str) -> os.stat_result | None:
     except OSError:
         return None
 
-
-class _Lister:
-    """Runs a listing in a thread of its own; `result()` waits for it and re-raises its error."""
-
-    def __init__(self, list_files: Callable[[], Listing]):
-        self._list_files = list_files
-        self._listing: Listing | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name="codebelt-intel-listing")
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._listing = self._list_files()
-        except BaseException as e:  # handed to the thread that waits for the listing
-            self._error = e
-
-    def join(self) -> None:
-        self._thread.join()  # the listing is bounded by its own timeout
-
-    def result(self) -> Listing:
-        self.join()
-        if self._error is not None:
-            raise self._error
-        assert self._listing is not None
-        return self._listing

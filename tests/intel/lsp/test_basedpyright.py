@@ -33,16 +33,18 @@ def project(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def session(project):
     with Session(project, mode="acceptEdits", settings={"lsp": {"requestTimeoutMs": 30_000}}) as s:
-        # the first answer waits for the server to start and analyse: do it once for the module
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            r = s.call("LSP", {"operation": "hover", "filePath": "main.py", "line": 6, "character": 17})
-            if "lsp:basedpyright" in r.text:
-                break
-            time.sleep(0.5)
-        else:
-            pytest.fail(f"basedpyright did not answer within 60 s: {r.text}")
+        _wait_for_server(s)  # the first answer waits for the start and analysis: once per module
         yield s
+
+
+def _wait_for_server(s: Session) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        r = s.call("LSP", {"operation": "hover", "filePath": "main.py", "line": 6, "character": 17})
+        if "lsp:basedpyright" in r.text:
+            return
+        time.sleep(0.5)
+    pytest.fail(f"basedpyright did not answer within 60 s: {r.text}")
 
 
 def locations(result) -> list[str]:
@@ -132,16 +134,6 @@ def test_diagnostics_report_what_an_edit_introduced(session, project):
     r = session.call("Edit", {"file_path": "main.py", "old_string": "return total_area(squares)",
                               "new_string": 'return f"{total_area(squares):.1f}"'})
     assert not r.data.get("diagnostics"), r.text
-
-
-def _wait_for_server(s: Session) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        r = s.call("LSP", {"operation": "hover", "filePath": "main.py", "line": 6, "character": 17})
-        if "lsp:basedpyright" in r.text:
-            return
-        time.sleep(0.5)
-    pytest.fail(f"basedpyright did not answer within 60 s: {r.text}")
 
 
 def test_open_documents_follow_the_disk(tmp_path, monkeypatch):

@@ -117,13 +117,9 @@ def _resync_open(manager: LspManager, client: LspClient, asked: Path) -> None:
         if path == asked:
             continue  # synced next, with errors reported
         try:
-            if path.stat().st_size > MAX_SYNC_BYTES:
-                raise OSError("too large")
-            text = path.read_text(errors="replace")
-        except OSError:
+            _sync(manager, client, path)
+        except Unanswered:
             client.close_document(path)
-            continue
-        client.sync(path, text, manager.language_id(path))
 
 
 def _position(text: str, line: int | None, character: int | None, name_at, path: Path) -> dict:
