@@ -455,7 +455,29 @@ class CodeIndex:
                 f"WHERE s.name IN ({','.join('?' * len(batch))})", batch).fetchall()
         rows.sort(key=lambda r: (order.get(r[0], 1 << 30), KIND_ORDER.get(r[1], 9), r[7], r[2]))
         syms = [self._symbol(r) for r in rows[:limit]]
-        return self._answer(symbols=syms, total=total, truncated=total > len(syms))
+        answer = self._answer(symbols=syms, total=total, truncated=total > len(syms))
+        skipped = self.skipped_note()
+        if skipped:
+            answer.note = f"{answer.note}; {skipped}" if answer.note else skipped
+        return answer
+
+    def skipped_files(self, limit: int = 3) -> tuple[int, list[tuple[str, str]]]:
+        """How many listed source files have no symbols because they could not be read or
+        parsed (binary, too large, a parse failure), and the first `limit` (path, why)."""
+        db = self._db()
+        count = db.execute("SELECT count(*) FROM files WHERE error IS NOT NULL").fetchone()[0]
+        first = db.execute("SELECT path, error FROM files WHERE error IS NOT NULL ORDER BY path "
+                           "LIMIT ?", (limit,)).fetchall() if count else []
+        return count, first
+
+    def skipped_note(self) -> str | None:
+        """A sentence naming the files a search could not look into, or None."""
+        count, first = self.skipped_files()
+        if not count:
+            return None
+        named = ", ".join(f"{path} ({why})" for path, why in first)
+        more = f" and {count - len(first)} more" if count > len(first) else ""
+        return f"{count} source file(s) were skipped and not searched: {named}{more}"
 
     def identifier_at(self, path: Path | str, line: int, character: int | None = None) -> str | None:
         """The identifier under a 1-based (line, character) cursor; with `character` None, the
