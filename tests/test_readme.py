@@ -90,11 +90,15 @@ def test_settings_example_is_valid(tmp_path):
     (tmp_path / "user.json").write_text(blocks("json")[0])
     s = load_settings(tmp_path, settings_file=tmp_path / "user.json", load_user=False)
     assert s.sandbox.auto_allow_bash is True and any(r.text == "Edit(src/**)" for r in s.rules)
-    # from a repository's own file, the sandbox keys are dropped (with a warning), the rules kept
+    # from an untrusted repository's own file, what widens access is dropped (with a warning),
+    # what narrows kept; trusted, all of it is taken
     (tmp_path / ".codebelt").mkdir()
     (tmp_path / ".codebelt" / "settings.json").write_text(blocks("json")[0])
     s = load_settings(tmp_path, load_user=False)
-    assert s.sandbox.auto_allow_bash is None and any(r.text == "Edit(src/**)" for r in s.rules)
+    assert s.sandbox.auto_allow_bash is None and not any(r.behavior == "allow" for r in s.rules)
+    assert any(r.text == "Read(./.env)" for r in s.rules) and s.trust_notice()
+    s = load_settings(tmp_path, load_user=False, trust_workspace=True)
+    assert s.sandbox.auto_allow_bash is True and any(r.text == "Edit(src/**)" for r in s.rules)
 
 
 def test_set_up_commands():

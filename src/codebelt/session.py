@@ -141,6 +141,8 @@ class Session:
     `root`. `approver` answers `ask` decisions (a callable taking an ApprovalRequest and
     returning True/False); without one, `ask` becomes `deny` with the rule that would allow it.
     A settings file or value that cannot be used raises `SettingsError` here, naming it.
+    The workspace's own settings files may only narrow access unless `trust_workspace` (or the
+    user's `trustedWorkspaces`) trusts it; `trust_workspace_hooks` is the older name of it.
     """
 
     def __init__(
@@ -156,6 +158,7 @@ class Session:
         load_user_settings: bool = True,
         session_id: str | None = None,
         tools: Iterable[type[Tool]] | None = None,
+        trust_workspace: bool = False,
         trust_workspace_hooks: bool = False,
     ):
         root_path = Path(root).expanduser()
@@ -177,6 +180,7 @@ class Session:
             settings_file=Path(settings_file) if settings_file else None,
             load_user=load_user_settings,
             overrides=overrides,
+            trust_workspace=trust_workspace or trust_workspace_hooks,
         )
         self.mode = self.settings.permissions.default_mode
 
@@ -220,7 +224,7 @@ class Session:
             shutil.rmtree(self._tmp, ignore_errors=True)
             raise
         self._closed = False
-        self._hooks = self._load_hooks(trust_workspace_hooks)
+        self._hooks = self._load_hooks()
         self._pending_context: list[str] = []  # hook output for the model, added to the next result
         self._events_lock = threading.Lock()
         self._ended_tasks: list[Any] = []  # background tasks that ended since the last result
@@ -240,26 +244,16 @@ class Session:
         )
 
     # -- hooks ---------------------------------------------------------------------------------
-    def _load_hooks(self, trust_workspace: bool):
+    def _load_hooks(self):
         from .hooks.conditions import if_matcher
         from .hooks.config import specs_from
         from .hooks.engine import HookEngine
 
         specs = []
         if not self.settings.disable_all_hooks:
-            trusted = trust_workspace or any(
-                os.path.realpath(os.path.expanduser(r)) == str(self.workspace.root)
-                for r in self.settings.trusted_workspaces)
+            # The settings hold a workspace's own hooks only when the workspace is trusted.
             for label, workspace, section in self.settings.hook_layers:
-                layer = specs_from(section, label, workspace)
-                if workspace and not trusted and layer:
-                    self.settings.warnings.append(
-                        f"skipped {len(layer)} hook(s) from {label}: hooks in a workspace's own settings run "
-                        f"code on this machine, so they run only in a trusted workspace (add "
-                        f"{self.workspace.root} to trustedWorkspaces in ~/.config/codebelt/settings.json, or "
-                        "pass trust_workspace_hooks / --trust-workspace-hooks)")
-                    continue
-                specs += layer
+                specs += specs_from(section, label, workspace)
         families = {t.name: t.permission_family for t in map(type, self._tools.values()) if t.permission_family}
         return HookEngine(specs, self.workspace.root, if_matcher=if_matcher(self.workspace, families),
                           on_run=self._audit_hook)

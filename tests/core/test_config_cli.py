@@ -68,10 +68,14 @@ def test_values_and_their_sources(ws, tmp_path, monkeypatch, capsys):
     write(tmp_path / "cfg/codebelt/settings.json", {"grep": {"headLimit": 50}, "permissions": {"deny": ["Read(./.env)"]}})
     write(ws / ".codebelt/settings.json", {"bash": {"defaultTimeoutMs": 5000}, "search": {"ripgrepPath": "/evil/rg"},
                                            "sandbox": {"network": True, "mode": "off", "autoAllowBash": True},
-                                           "permissions": {"allow": ["Bash(make *)"]}})
+                                           "permissions": {"allow": ["Bash(make *)"], "deny": ["Bash(curl *)"]}})
     code, out, _ = run_config(capsys, "--root", str(ws), "--json", "--mode", "plan")
     assert code == 0
     report = json.loads(out)
+    assert report["trusted"] is False and "--trust-workspace" in report["trust"]
+    assert {(i["key"], i["why"]) for i in report["ignored"]} == {
+        ("search.ripgrepPath", "untrusted"), ("sandbox.network", "untrusted"), ("sandbox.mode", "untrusted"),
+        ("sandbox.autoAllowBash", "untrusted"), ("permissions.allow", "untrusted")}
     assert report["settings"]["bash"]["defaultTimeoutMs"] == 5000
     assert report["sources"]["bash.defaultTimeoutMs"] == ".codebelt/settings.json"
     # nor weaken the sandbox: the sandbox section is the user's alone
@@ -85,11 +89,19 @@ def test_values_and_their_sources(ws, tmp_path, monkeypatch, capsys):
     assert report["settings"]["search"]["ripgrepPath"] is None
     assert any("search.ripgrepPath" in w for w in report["warnings"])
     rules = {(r["behavior"], r["rule"], r["source"]) for r in report["rules"]}
-    assert ("allow", "Bash(make *)", ".codebelt/settings.json") in rules
+    assert ("deny", "Bash(curl *)", ".codebelt/settings.json") in rules
+    assert not any(r == "Bash(make *)" for _, r, _ in rules)  # an allow rule needs a trusted workspace
     assert any(b == "deny" and r == "Read(./.env)" for b, r, _ in rules)
-    # the text form says the same
+    # the text form says the same, and how to trust the workspace
     code, text, _ = run_config(capsys, "--root", str(ws))
-    assert code == 0 and "bash.defaultTimeoutMs" in text and "(.codebelt/settings.json)" in text and "Bash(make *)" in text
+    assert code == 0 and "bash.defaultTimeoutMs" in text and "(.codebelt/settings.json)" in text
+    assert "not trusted" in text and "permissions.allow (.codebelt/settings.json)" in text
+    # trusted, the same file is taken in full
+    code, out, _ = run_config(capsys, "--root", str(ws), "--json", "--trust-workspace")
+    report = json.loads(out)
+    assert report["trusted"] is True and report["settings"]["search"]["ripgrepPath"] == "/evil/rg"
+    assert ("allow", "Bash(make *)", ".codebelt/settings.json") in {
+        (r["behavior"], r["rule"], r["source"]) for r in report["rules"]}
 
 
 def test_schema_describes_every_section_and_the_workspace_allow_list(capsys):
@@ -98,7 +110,9 @@ def test_schema_describes_every_section_and_the_workspace_allow_list(capsys):
     assert code == 0 and schema["additionalProperties"] is False
     assert {"permissions", "sandbox", "bash", "search", "grep", "glob", "read"} <= set(schema["properties"])
     search = schema["$defs"]["SearchSettings"]["properties"]
-    assert search["ripgrepPath"]["x-workspace"] is False and search["timeoutMs"]["x-workspace"] is True
+    assert "x-workspace" not in search["ripgrepPath"] and search["timeoutMs"]["x-workspace"] == "lower"
+    mode = schema["$defs"]["PermissionsSettings"]["properties"]["defaultMode"]
+    assert mode["x-workspace"] == "order" and mode["x-workspace-order"][:2] == ["dontAsk", "plan"]
 
 
 def test_schema_validates_what_the_loader_accepts(ws, tmp_path):

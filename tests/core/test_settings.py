@@ -18,7 +18,7 @@ def write(path: Path, data) -> None:
 
 def test_precedence_of_scalars(ws, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
-    write(tmp_path / "cfg/codebelt/settings.json", {"grep": {"timeoutMs": 1, "headLimit": 7}, "permissions": {"defaultMode": "plan"}})
+    write(tmp_path / "cfg/codebelt/settings.json", {"grep": {"timeoutMs": 10, "headLimit": 7}, "permissions": {"defaultMode": "plan"}})
     write(ws / ".codebelt/settings.json", {"grep": {"timeoutMs": 2}})
     write(ws / ".codebelt/settings.local.json", {"grep": {"timeoutMs": 3}})
     extra = tmp_path / "extra.json"
@@ -36,7 +36,7 @@ def test_rules_from_every_file_with_their_sources(ws):
     write(ws / ".codebelt/settings.json", {"permissions": {"allow": ["Bash(make *)"]}})
     write(ws / ".claude/settings.json", {"permissions": {"deny": ["Read(./.env)"]}, "model": "ignored"})
     write(ws / ".claude/settings.local.json", {"permissions": {"ask": ["Bash(git push *)"]}})
-    s = load_settings(ws, explicit={"permissions": {"allow": ["Edit(src/**)"]}}, load_user=False)
+    s = load_settings(ws, explicit={"permissions": {"allow": ["Edit(src/**)"]}}, load_user=False, trust_workspace=True)
     got = {(r.behavior, r.text, r.source) for r in s.rules}
     assert got == {
         ("allow", "Edit(src/**)", "session settings"),
@@ -45,6 +45,9 @@ def test_rules_from_every_file_with_their_sources(ws):
         ("ask", "Bash(git push *)", ".claude/settings.local.json"),
     }
     assert s.get("model") is None  # only Claude Code's permissions block is taken
+    # untrusted, the workspace's allow rule is left out; its deny and ask rules stay
+    untrusted = {(r.behavior, r.text) for r in load_settings(ws, load_user=False).rules}
+    assert untrusted == {("deny", "Read(./.env)"), ("ask", "Bash(git push *)")}
 
 
 def test_claude_code_policy_applies_unchanged(make_session, ws):
@@ -62,7 +65,8 @@ def test_claude_code_policy_applies_unchanged(make_session, ws):
     [
         ("{not json", "is not valid JSON"),
         ("[1, 2]", "must hold a JSON object"),
-        ('{"permissions": {"allow": "Bash(ls)"}}', "must be a list of strings"),
+        ('{"permissions": {"deny": "Bash(ls)"}}', "must be a list of strings"),
+        ('{"edit": {"maxFileMB": 0}}', "edit.maxFileMB must be > 0"),
         ('{"permissions": []}', "'permissions' must be an object"),
     ],
 )
@@ -79,9 +83,12 @@ def test_missing_explicit_settings_file(ws, tmp_path):
 
 
 def test_mode_from_settings_and_override(make_session, ws):
+    write(ws / ".codebelt/settings.json", {"permissions": {"defaultMode": "plan"}})
+    assert make_session().mode == "plan"
+    assert make_session(mode="acceptEdits").mode == "acceptEdits"  # the caller's choice wins
     write(ws / ".codebelt/settings.json", {"permissions": {"defaultMode": "acceptEdits"}})
-    assert make_session().mode == "acceptEdits"
-    assert make_session(mode="plan").mode == "plan"
+    assert make_session().mode == "default"  # a wider mode needs a trusted workspace
+    assert make_session(trust_workspace=True).mode == "acceptEdits"
 
 
 # A repository's own settings files cannot name programs to run or switch every check off.
@@ -106,12 +113,12 @@ def test_workspace_cannot_set_trust_keys(ws, tmp_path, rel, data, dotted):
     assert load_settings(ws, explicit=data, load_user=False).source_of(dotted) == "session settings"
 
 
-def test_workspace_keeps_other_settings(ws):
-    write(ws / ".codebelt/settings.json", {"permissions": {"defaultMode": "acceptEdits", "allow": ["Bash(make *)"]},
+def test_workspace_keeps_what_narrows(ws):
+    write(ws / ".codebelt/settings.json", {"permissions": {"defaultMode": "dontAsk", "deny": ["Bash(make *)"]},
                                            "grep": {"timeoutMs": 5}})
     s = load_settings(ws, load_user=False)
-    assert s.get("permissions.defaultMode") == "acceptEdits" and s.get("grep.timeoutMs") == 5
-    assert [r.text for r in s.rules] == ["Bash(make *)"] and s.warnings == []
+    assert s.get("permissions.defaultMode") == "dontAsk" and s.get("grep.timeoutMs") == 5
+    assert [r.text for r in s.rules] == ["Bash(make *)"] and s.warnings == [] and s.ignored == []
 
 
 def test_a_repository_cannot_make_grep_run_its_own_program(make_session, ws):

@@ -235,14 +235,17 @@ def test_workspace_hooks_need_trust(ws, make_session, log, tmp_path, monkeypatch
     (ws / "a.txt").write_text("a\n")
     s = make_session()
     s.call("Read", {"file_path": "a.txt"})
-    assert runs(log) == [] and any("trusted workspace" in w for w in s.settings.warnings)
-    make_session(trust_workspace_hooks=True).call("Read", {"file_path": "a.txt"})
+    assert runs(log) == [] and any("not trusted" in w and "hooks (.claude/settings.json)" in w
+                                   for w in s.settings.warnings)
+    make_session(trust_workspace=True).call("Read", {"file_path": "a.txt"})
     assert len(runs(log)) == 1
+    make_session(trust_workspace_hooks=True).call("Read", {"file_path": "a.txt"})  # the older name
+    assert len(runs(log)) == 2
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     (tmp_path / "cfg" / "codebelt").mkdir(parents=True)
     (tmp_path / "cfg" / "codebelt" / "settings.json").write_text(json.dumps({"trustedWorkspaces": [str(ws)]}))
     make_session(load_user_settings=True).call("Read", {"file_path": "a.txt"})
-    assert len(runs(log)) == 2
+    assert len(runs(log)) == 3
 
 
 def test_a_workspace_cannot_switch_off_the_users_hooks(ws, make_session, log):
@@ -318,7 +321,7 @@ def test_malformed_hooks_blocks_name_file_and_key(ws, hooks, message):
     (ws / ".codebelt").mkdir()
     (ws / ".codebelt" / "settings.json").write_text(json.dumps({"hooks": hooks}))
     with pytest.raises(SettingsError) as e:
-        Session(ws, audit=False, load_user_settings=False)
+        Session(ws, audit=False, load_user_settings=False, trust_workspace=True)
     assert ".codebelt/settings.json" in str(e.value) and message in str(e.value)
 
 
@@ -335,5 +338,7 @@ def test_codebelt_config_shows_hooks_and_untrusted_ones(ws, capsys):
     assert main(["config", "--root", str(ws), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["hooks"][0]["runs"] is False and any("not trusted" in w for w in report["warnings"])
-    assert main(["config", "--root", str(ws), "--json", "--trust-workspace-hooks"]) == 0
-    assert json.loads(capsys.readouterr().out)["hooks"][0]["runs"] is True
+    assert report["hooks"][0]["command"] == "echo hi"
+    for flag in ("--trust-workspace", "--trust-workspace-hooks"):
+        assert main(["config", "--root", str(ws), "--json", flag]) == 0
+        assert json.loads(capsys.readouterr().out)["hooks"][0]["runs"] is True

@@ -9,7 +9,9 @@ from typing import Any
 from ..permissions.approvers import terminal_approver_if_interactive
 
 
-def make_session(args: argparse.Namespace, *, interactive: bool = True, **kwargs: Any):
+def make_session(args: argparse.Namespace, *, interactive: bool = True, announce: bool = True, **kwargs: Any):
+    """The Session of the common options. `announce`: say on stderr what of the settings was
+    ignored and how to trust the workspace (the MCP server says it in its own log)."""
     from ..session import Session
 
     if interactive and "approver" not in kwargs:
@@ -19,9 +21,10 @@ def make_session(args: argparse.Namespace, *, interactive: bool = True, **kwargs
         mode=args.mode,
         sandbox=args.sandbox,
         settings_file=args.settings,
-        trust_workspace_hooks=getattr(args, "trust_workspace_hooks", False),
+        trust_workspace=getattr(args, "trust_workspace", False),
         **kwargs,
     )
-    for warning in session.settings.warnings:
-        sys.stderr.write(f"codebelt: warning: {warning}\n")
+    if announce:
+        for warning in session.settings.warnings:
+            sys.stderr.write(f"codebelt: warning: {warning}\n")
     return session

@@ -31,28 +31,25 @@ def run(args: argparse.Namespace) -> int:
     if args.sandbox:
         overrides["sandbox"] = {"mode": args.sandbox}
     root = Path(args.root).expanduser()
-    settings = load_settings(root, settings_file=Path(args.settings) if args.settings else None, overrides=overrides)
-    import os
-
-    trusted = getattr(args, "trust_workspace_hooks", False) or any(
-        os.path.realpath(os.path.expanduser(r)) == str(root.resolve()) for r in settings.trusted_workspaces)
+    settings = load_settings(root, settings_file=Path(args.settings) if args.settings else None, overrides=overrides,
+                             trust_workspace=getattr(args, "trust_workspace", False))
     hooks = []
     for label, workspace, section in settings.hook_layers:
         for event, groups in section.items():
             for g in groups:
                 for h in g.hooks:
-                    runs = not settings.disable_all_hooks and (trusted or not workspace)
                     hooks.append({"event": event, "matcher": g.matcher, "type": h.type, "command": h.command,
-                                  "url": h.url, "if": h.if_, "source": label, "runs": runs})
-    skipped = [h for h in hooks if not h["runs"] and not settings.disable_all_hooks]
-    if skipped:
-        settings.warnings.append(
-            f"{len(skipped)} hook(s) from the workspace's own settings will not run: the workspace is not trusted "
-            "(add it to trustedWorkspaces in ~/.config/codebelt/settings.json, or pass --trust-workspace-hooks)")
+                                  "url": h.url, "if": h.if_, "source": label, "runs": not settings.disable_all_hooks,
+                                  **({"why": "disableAllHooks"} if settings.disable_all_hooks else {})})
+    hooks += _ignored_hooks(settings)
     report = {
         "root": str(root.resolve()),
+        "trusted": settings.trust.trusted,
+        "trust": settings.trust.how or f"not trusted: its own settings files may only narrow access; to trust it, "
+                 f"{settings.trust.hint()}",
         "files": settings.sources,
         "warnings": settings.warnings,
+        "ignored": [i.to_dict() for i in settings.ignored],
         "hooks": hooks,
         "settings": settings.to_json(),
         "sources": {key: settings.source_of(key) for key, _ in settings.leaves() if key not in _RULE_KEYS},
@@ -69,8 +66,27 @@ def run(args: argparse.Namespace) -> int:
 _RULE_KEYS = {"permissions.allow", "permissions.ask", "permissions.deny"}
 
 
+def _ignored_hooks(settings) -> list[dict[str, Any]]:
+    """The hooks of an untrusted workspace's own files, shown as not run (as written: they were
+    never validated, since they are not taken)."""
+    out: list[dict[str, Any]] = []
+    for item in settings.ignored:
+        if item.key != "hooks" or item.why != "untrusted" or not isinstance(item.value, dict):
+            continue
+        for event, groups in item.value.items():
+            for g in groups if isinstance(groups, list) else []:
+                handlers = g.get("hooks") if isinstance(g, dict) else None
+                for h in handlers if isinstance(handlers, list) else []:
+                    if isinstance(h, dict):
+                        out.append({"event": str(event), "matcher": g.get("matcher"), "type": h.get("type"),
+                                    "command": h.get("command"), "url": h.get("url"), "if": h.get("if"),
+                                    "source": item.source, "runs": False, "why": "untrusted workspace"})
+    return out
+
+
 def _text(settings, report: dict[str, Any]) -> str:
-    lines = [f"workspace: {report['root']}", "files read (highest priority first):"]
+    lines = [f"workspace: {report['root']} ({'trusted: ' if report['trusted'] else ''}{report['trust']})",
+             "files read (highest priority first):"]
     lines += [f"  {f}" for f in report["files"]] or ["  (none)"]
     for w in report["warnings"]:
         lines.append(f"warning: {w}")
@@ -80,7 +96,7 @@ def _text(settings, report: dict[str, Any]) -> str:
         lines.append("hooks:")
         for h in report["hooks"]:
             what = h["command"] or h["url"]
-            state = "" if h["runs"] else "  [not run: untrusted workspace]"
+            state = "" if h["runs"] else f"  [not run: {h['why']}]"
             lines.append(f"  {h['event']:<18} {h['matcher'] or '*':<12} {what}    ({h['source']}){state}")
     lines.append("settings:")
     width = max(len(k) for k in report["sources"])

@@ -86,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
             f"pass --token or set {TOKEN_ENV}"
         )
     # The MCP client answers `ask` decisions (elicitation), never the terminal: stdin is the protocol.
-    session = make_session(args, interactive=False)
+    # What of the settings was ignored goes to the server's log (mcp.server.announce).
+    session = make_session(args, interactive=False, announce=False)
     try:
         from ..mcp import server as mcp_server
 

@@ -51,11 +51,13 @@ class SessionState:
             os.close(fd)
 
     def _read(self) -> dict[str, Any]:
-        try:
-            if self.path.stat().st_size > MAX_BYTES:
-                return {}
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        from ..errors import SettingsError
+        from ..settings.reading import read_bytes
+
+        try:  # bounded: a FIFO or /dev/zero in its place must not hang or fill memory
+            raw = read_bytes(self.path, str(self.path), MAX_BYTES)
+            data = json.loads(raw.decode("utf-8")) if raw is not None else {}
+        except (SettingsError, ValueError):
             return {}
         return data if isinstance(data, dict) else {}
 

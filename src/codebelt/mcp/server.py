@@ -20,6 +20,16 @@ if TYPE_CHECKING:
     from .bridge import Bridge
 
 
+def announce(session: "Session") -> None:
+    """Say in the server's log (stderr, which MCP clients keep as the server's log) what of the
+    settings was ignored, and how to trust the workspace whose own settings were narrowed."""
+    import logging
+
+    log = logging.getLogger("codebelt.mcp")
+    for warning in session.settings.warnings:
+        log.warning("codebelt: warning: %s", warning)
+
+
 def create_server(session: "Session", **kwargs: Any) -> "Bridge":
     from .bridge import Bridge
 
@@ -31,6 +41,7 @@ def run_stdio(session: "Session") -> None:
 
     from .transport import serve_stdio
 
+    announce(session)
     bridge = create_server(session)
     try:
         anyio.run(serve_stdio, bridge)
@@ -55,6 +66,7 @@ def run_http(
 
     from .transport import serve_http
 
+    announce(session)
     bridge = create_server(session)
     try:
         anyio.run(functools.partial(serve_http, bridge, host, port, token, allowed_hosts=allowed_hosts, ready=ready,

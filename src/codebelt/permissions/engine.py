@@ -7,6 +7,7 @@ are decided by `permissions.bash` on the analysis of `shell.analysis`; the rest 
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import time
@@ -54,7 +55,12 @@ class PermissionEngine:
         self.settings = settings
         self.workspace = workspace
         self.mode = mode or settings.permissions.default_mode
-        self.rules = RuleSet(parse_rules(settings.rules, workspace.root), dict(tool_families or {}))
+        self._families = dict(tool_families or {})
+        self.rules = RuleSet(parse_rules(settings.rules, workspace.root), self._families)
+        # Ask rules from files that may only narrow (an untrusted workspace's own settings).
+        narrowing = getattr(settings, "narrowing_sources", frozenset())
+        self._narrowing_asks = narrowing and any(r.behavior == "ask" and r.source in narrowing for r in settings.rules)
+        self._without_narrowing_asks: PermissionEngine | None = None
         self._sandbox_contains = sandbox_contains
         self._jail_available = jail_available
         self._masks: tuple[float, list[Path]] | None = None
@@ -128,6 +134,30 @@ class PermissionEngine:
 
     # -- decisions ----------------------------------------------------------------------------
     def decide(self, tool: str, requests: list[Request]) -> Decision:
+        result = self._decide(tool, requests)
+        if result.behavior == "ask" and self._narrowing_asks:
+            # An untrusted workspace's ask rule may turn an allow into a question, never a deny:
+            # `ask: ["Edit(//etc/**)"]` must not offer the user a write the workspace rule
+            # would otherwise refuse. Decided without those rules, a deny stays a deny.
+            strict = self._strict().decide(tool, requests)
+            if strict.behavior == "deny":
+                return strict
+        return result
+
+    def _strict(self) -> "PermissionEngine":
+        """This engine without the ask rules of files that may only narrow."""
+        if self._without_narrowing_asks is None:
+            narrowing = self.settings.narrowing_sources
+            other = copy.copy(self)
+            other.rules = RuleSet([(b, r) for b, r in self.rules.rules if not (b == "ask" and r.source in narrowing)],
+                                  self._families)
+            other._narrowing_asks = False
+            other._commands = CommandPolicy(other.rules, other.mode, other.workspace, other.decide_path,
+                                            other.sandbox_auto_allow, other.jail_available)
+            self._without_narrowing_asks = other
+        return self._without_narrowing_asks
+
+    def _decide(self, tool: str, requests: list[Request]) -> Decision:
         bare_match = self.rules.bare(tool)
         bare = Decision.from_rule(*bare_match) if bare_match else None
         if bare is not None and bare.behavior == "deny":

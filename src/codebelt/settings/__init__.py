@@ -1,10 +1,13 @@
-"""Settings: one declared schema (`schema`), and reading, checking and merging the files that
-hold it (`loader`). `codebelt config` shows the result with the file each value came from."""
+"""Settings: one declared schema (`schema`), what a workspace's own files may do with each key
+(`narrowing`), whether the user trusts the workspace (`trust`), bounded reading of the files
+(`reading`), and checking and merging them (`loader`). `codebelt config` shows the result with
+the file each value came from."""
 
-from .loader import Layer, RuleSource, Settings, load_settings, user_settings_path
+from .loader import Ignored, Layer, RuleSource, Settings, load_settings, user_settings_path
 from .schema import MODES, SANDBOX_MODES, SettingsModel, json_schema
+from .trust import Trust
 
 __all__ = [
-    "Layer", "RuleSource", "Settings", "load_settings", "user_settings_path",
+    "Ignored", "Layer", "RuleSource", "Settings", "Trust", "load_settings", "user_settings_path",
     "MODES", "SANDBOX_MODES", "SettingsModel", "json_schema",
 ]

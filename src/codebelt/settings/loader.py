@@ -1,14 +1,18 @@
 """Reading settings files, checking them against the schema, and merging them.
 
 Highest first: explicit values (API / CLI arguments), the `--settings` file,
-`.codebelt/settings.local.json`, `.codebelt/settings.json`, the `permissions` blocks of
-`.claude/settings.local.json` and `.claude/settings.json`, then `~/.config/codebelt/settings.json`.
-Scalars: the highest source wins. Permission rule lists and additional directories are
+`.codebelt/settings.local.json`, `.codebelt/settings.json`, the parts codebelt reads of
+`.claude/settings.local.json` and `.claude/settings.json` (`permissions`, `hooks`,
+`disableAllHooks`), then `~/.claude/settings.json` and `~/.config/codebelt/settings.json`.
+Scalars: the highest source wins. Permission rule lists, additional directories and hooks are
 concatenated, each rule remembering the file it came from.
 
-Each file is checked on its own, so a bad value is reported with the file and the key that hold
-it, when the session starts. A workspace's own files may set only the keys the schema allows them
-(see `schema.py`); other keys are dropped with a warning.
+Each file is checked on its own, by its JSON keys alone, so a bad value is reported with the
+file and the key that hold it when the session starts. The workspace's own files (the four in
+the repository) are read into a narrower type (`narrowing.py`) unless the user trusts the
+workspace (`trust.py`): they may only narrow what the files outside it allow; what they may not
+set, and keys codebelt does not know, are ignored with a warning. Every file is read bounded
+(`reading.py`).
 """
 
 from __future__ import annotations
@@ -24,7 +28,10 @@ from typing import Any, Iterator, Mapping
 from pydantic import BaseModel, ValidationError
 
 from ..errors import SettingsError
-from .schema import WORKSPACE_FORBIDDEN_VALUES, SettingsModel
+from .narrowing import field_by_alias, narrowing_of, section_of, workspace_model
+from .reading import MAX_BYTES, parse_json, read_bytes, read_json
+from .schema import SettingsModel
+from .trust import Trust, decide_trust
 
 RULE_LISTS = ("allow", "ask", "deny")
 CONCATENATED = {("permissions", k) for k in (*RULE_LISTS, "additionalDirectories")} | {("hooks",)}
@@ -32,6 +39,9 @@ USER_LABEL_HINT = "~/.config/codebelt/settings.json"
 # Claude Code's keys codebelt understands; the rest of its files belong to Claude Code.
 CLAUDE_PERMISSION_KEYS = ("allow", "ask", "deny", "defaultMode", "additionalDirectories")
 CLAUDE_TOP_KEYS = ("hooks", "disableAllHooks")
+# The workspace's own files, highest first.
+WORKSPACE_FILES = (".codebelt/settings.local.json", ".codebelt/settings.json",
+                   ".claude/settings.local.json", ".claude/settings.json")
 
 
 @dataclass(frozen=True)
@@ -48,6 +58,20 @@ class Layer:
     workspace: bool = False  # from the repository's own files
 
 
+@dataclass(frozen=True)
+class Ignored:
+    """A key of a workspace file that was not taken as written."""
+
+    source: str  # the file
+    key: str  # the dotted key as written, e.g. "permissions.allow"
+    why: str  # "untrusted": only the user may set it | "unknown" | "limited": it would widen a value | "never"
+    detail: str = ""  # for people
+    value: Any = None  # as written (for "untrusted" and "limited")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "key": self.key, "why": self.why, "detail": self.detail, "value": self.value}
+
+
 def user_settings_path() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
     return Path(base) / "codebelt" / "settings.json"
@@ -57,19 +81,28 @@ class Settings:
     """The merged, validated settings of one session, with where each value came from.
 
     Sections are attributes (`settings.bash.default_timeout_ms`, `settings.sandbox.mode`);
-    `rules` lists every permission rule with its source; `warnings` lists what was ignored.
+    `rules` lists every permission rule with its source; `warnings` lists what was ignored;
+    `trust` says whether the workspace's own files were honoured in full, `ignored` which of
+    their keys were not.
     """
 
-    def __init__(self, layers: list[Layer] | list[tuple[str, Mapping[str, Any]]], warnings: list[str] | None = None):
+    def __init__(self, layers: list[Layer] | list[tuple[str, Mapping[str, Any]]], warnings: list[str] | None = None,
+                 *, trust: Trust | None = None, ignored: list[Ignored] | None = None):
         self.layers = [lay if isinstance(lay, Layer) else Layer(lay[0], lay[1]) for lay in layers]
         self.warnings: list[str] = list(warnings or [])
+        self.trust = trust or Trust(root="", trusted=False)
+        self.ignored: list[Ignored] = list(ignored or [])
         self.sources = [lay.label for lay in self.layers]
+        # The files whose rules may only narrow: an untrusted workspace's (the permission engine
+        # never lets their ask rules turn a deny into a question).
+        self.narrowing_sources = frozenset(
+            lay.label for lay in self.layers if lay.workspace and not self.trust.trusted)
         # Hooks are concatenated across files, each remembering its file and whether it is the
-        # workspace's own (those run only in a trusted workspace).
+        # workspace's own (those only come from a trusted workspace).
         self.hook_layers: list[tuple[str, bool, dict]] = []
         for lay in self.layers:
             model = _validate(lay.data, lay.label)
-            if "hooks" in lay.data:
+            if "hooks" in lay.data and (self.trust.trusted or not lay.workspace):
                 self.hook_layers.append((lay.label, lay.workspace, model.hooks))
         merged: dict[str, Any] = {}
         for lay in reversed(self.layers):
@@ -125,6 +158,16 @@ class Settings:
     def to_json(self) -> dict[str, Any]:
         return self.model.model_dump(mode="json", by_alias=True, exclude={"schema_"})
 
+    def trust_notice(self) -> str | None:
+        """One sentence for people when the workspace's own settings were not all honoured because
+        it is not trusted: what was left out and how to trust it."""
+        left_out = [i for i in self.ignored if i.why in ("untrusted", "limited")]
+        if self.trust.trusted or not left_out:
+            return None
+        keys = ", ".join(dict.fromkeys(f"{i.key} ({i.source})" for i in left_out))
+        return (f"this workspace ({self.trust.root}) is not trusted, so its own settings files may only narrow "
+                f"access; ignored from them: {keys}. To honour them, {self.trust.hint()}")
+
 
 _MISSING = object()
 
@@ -152,27 +195,14 @@ def _leaves(model: BaseModel, prefix: tuple[str, ...]) -> Iterator[tuple[str, An
 
 # -- reading and checking ------------------------------------------------------------------------
 def _read_json(path: Path, label: str | None = None) -> dict[str, Any] | None:
-    label = label or str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SettingsError(f"cannot read settings file {label}: {getattr(e, 'strerror', None) or e}") from e
-    try:
-        data = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError as e:
-        raise SettingsError(
-            f"settings file {label} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"
-        ) from e
-    if not isinstance(data, dict):
-        raise SettingsError(f"settings file {label} must hold a JSON object")
-    return data
+    return read_json(path, label)
 
 
-def _validate(data: Mapping[str, Any], label: str) -> SettingsModel:
+def _validate(data: Mapping[str, Any], label: str, model: type[BaseModel] = SettingsModel) -> Any:
+    """`data` checked against `model`, by JSON keys alone: pydantic would also take the Python
+    field names (`ripgrep_path`), which no list of keys written in camelCase would catch."""
     try:
-        return SettingsModel.model_validate(data, strict=True)
+        return model.model_validate(data, strict=True, by_alias=True, by_name=False)
     except ValidationError as e:
         raise SettingsError(f"{label}: {_describe(e.errors()[0], data)}") from None
 
@@ -236,48 +266,135 @@ def _merge_into(base: dict[str, Any], over: Mapping[str, Any], path: tuple[str, 
             base[key] = copy.deepcopy(value)
 
 
-def _workspace_allowed(loc: tuple[str, ...]) -> bool:
-    """Whether the schema lets a workspace's own files set this key (unknown keys: yes, so that
-    validation can name them)."""
-    model: Any = SettingsModel
-    for part in loc:
-        field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
-        if field is None:
-            return True
-        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
-        if extra.get("x-workspace") is False:
-            return False
-        ann = field.annotation
-        if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
-            return True
-        model = ann
-    return True
+
+# -- the workspace's own files -------------------------------------------------------------------
+def _short(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _untrusted(data: Mapping[str, Any], label: str, warnings: list[str]) -> dict[str, Any]:
-    """A workspace settings file without what a repository may not set for itself."""
-    out = copy.deepcopy(dict(data))
+def _unknown(model: type[BaseModel], key: str, dotted: str) -> str:
+    for name, info in model.model_fields.items():
+        if name == key and info.alias and info.alias != name:
+            return f"unknown setting {dotted}: settings files use the JSON key {info.alias!r}"
+    keys = [info.alias or name for name, info in model.model_fields.items()]
+    close = difflib.get_close_matches(key, keys, n=1)
+    return f"unknown setting {dotted}" + (f"; did you mean {close[0]!r}?" if close else "")
 
-    def walk(node: dict[str, Any], path: tuple[str, ...]) -> None:
-        for key in list(node):
-            loc = (*path, key)
-            value = node[key]
-            forbidden = WORKSPACE_FORBIDDEN_VALUES.get(loc, ())
-            if not _workspace_allowed(loc) or (forbidden and value in forbidden):
-                del node[key]
-                warnings.append(
-                    f"ignored {'.'.join(loc)}={json.dumps(value)} in {label}: a workspace cannot set this "
-                    f"for itself; put it in {USER_LABEL_HINT} or pass it explicitly"
-                )
-            elif isinstance(value, dict):
-                walk(value, loc)
 
-    walk(out, ())
+def _split(node: Mapping[str, Any], full: type[BaseModel], narrow: type[BaseModel] | None,
+           path: tuple[str, ...], label: str, ignored: list[Ignored]) -> dict[str, Any]:
+    """What of a workspace file the narrower type `narrow` holds; the rest is recorded as ignored."""
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        dotted = ".".join((*path, key))
+        hit = field_by_alias(full, key)
+        if hit is None:
+            ignored.append(Ignored(label, dotted, "unknown", _unknown(full, key, dotted)))
+            continue
+        own = field_by_alias(narrow, key) if narrow is not None else None
+        section = section_of(hit[1])
+        if section is not None and isinstance(value, Mapping):  # each key of it said apart
+            inner = _split(value, section, section_of(own[1]) if own else None, (*path, key), label, ignored)
+            if own is not None:
+                out[key] = inner
+            continue
+        if own is None:
+            how = narrowing_of(hit[1])
+            if how is not None and how.kind == "never":
+                ignored.append(Ignored(label, dotted, "never", f"{dotted}: only the user's own settings can set it"))
+            else:
+                ignored.append(Ignored(label, dotted, "untrusted", f"{dotted}={_short(value)}", value))
+            continue
+        out[key] = value
     return out
 
 
-def _claude_top(data: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: data[k] for k in CLAUDE_TOP_KEYS if k in data}
+def _narrow(node: Mapping[str, Any], model: type[BaseModel], path: tuple[str, ...], base: Settings,
+            label: str, ignored: list[Ignored]) -> dict[str, Any]:
+    """An untrusted workspace file's values over `base` (the settings below the workspace): each
+    only as far as its field's narrowing allows."""
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        hit = field_by_alias(model, key)
+        assert hit is not None  # validated against the narrower type, which holds only fields of `model`
+        info = hit[1]
+        dotted = ".".join((*path, key))
+        section = section_of(info)
+        if section is not None:
+            inner = _narrow(value, section, (*path, key), base, label, ignored)
+            if inner:
+                out[key] = inner
+            continue
+        how = narrowing_of(info)
+        assert how is not None
+        below, below_key = base.get(dotted), dotted
+        if below is None and how.fallback:
+            below, below_key = base.get(how.fallback), how.fallback
+        taken, refused = how.narrow(value, below)
+        if refused:
+            ignored.append(Ignored(label, dotted, "limited", _refusal(how, dotted, value, below, base.source_of(below_key)),
+                                   value))
+            continue
+        if how.kind in ("rules", "any") or taken != below:
+            out[key] = taken
+    return out
+
+
+def _refusal(how: Any, dotted: str, value: Any, below: Any, source: str) -> str:
+    """Why a workspace's value was not taken, for people."""
+    where = "the default" if source == "default" else source
+
+    def shown(v: Any) -> str:
+        return f"{_short(v)} (no limit)" if how.unlimited is not None and v == how.unlimited else _short(v)
+
+    if how.kind == "lower":
+        return f"{dotted}={shown(value)} is above {shown(below)} ({where}); a workspace may only lower it"
+    if how.kind == "off":
+        return f"{dotted}=true, but it is off ({where}); a workspace may only turn it off"
+    narrower = how.order[: how.order.index(below) + 1]
+    return (f"{dotted}={_short(value)} allows more than {_short(below)} ({where}); a workspace may only choose "
+            f"{' or '.join(narrower)}")
+
+
+def _workspace_layer(data: Mapping[str, Any], label: str, trusted: bool, base: Settings,
+                     ignored: list[Ignored]) -> dict[str, Any]:
+    """A workspace file as taken: its narrower type's keys (all but trust with `trusted`),
+    checked, and (untrusted) each value narrowed against the settings below it."""
+    narrow = workspace_model(SettingsModel, trusted)
+    kept = _split(data, SettingsModel, narrow, (), label, ignored)
+    checked = _validate(kept, label, narrow)
+    if trusted:
+        return kept
+    return _narrow(checked.model_dump(by_alias=True, exclude_unset=True), SettingsModel, (), base, label, ignored)
+
+
+def _claude_part(data: Mapping[str, Any], label: str) -> dict[str, Any] | None:
+    """The keys of a Claude Code settings file codebelt reads (the rest is Claude Code's)."""
+    perms = data.get("permissions")
+    if perms is not None and not isinstance(perms, Mapping):
+        raise SettingsError(f"{label}: 'permissions' must be an object")
+    out: dict[str, Any] = {k: data[k] for k in CLAUDE_TOP_KEYS if k in data}
+    if perms is not None:
+        out["permissions"] = {k: v for k, v in perms.items() if k in CLAUDE_PERMISSION_KEYS}
+    return out or None
+
+
+def _read_workspace_file(root: Path, rel: str, warnings: list[str]) -> dict[str, Any] | None:
+    """A workspace file's JSON. One that cannot be read safely (a FIFO, a device, a directory, a
+    huge file) is left out with a warning: a checkout must not stop or hang the session."""
+    try:
+        raw = read_bytes(root / rel, rel)
+    except SettingsError as e:
+        warnings.append(f"{e} (a settings file must be a regular file of at most {MAX_BYTES // (1 << 20)} MB)")
+        return None
+    return None if raw is None else parse_json(raw, rel)
+
+
+def _describe_ignored(ignored: list[Ignored]) -> list[str]:
+    """Warnings for people about single keys (what trust would honour is summed up once, in
+    `Settings.trust_notice`)."""
+    return [f"{i.source}: ignored {i.detail}" for i in ignored if i.why != "untrusted"]
 
 
 def load_settings(
@@ -286,48 +403,49 @@ def load_settings(
     settings_file: Path | None = None,
     load_user: bool = True,
     overrides: Mapping[str, Any] | None = None,
+    trust_workspace: bool = False,
 ) -> Settings:
     """The session's settings. `overrides` (from API or CLI arguments such as `mode=`) win over
-    everything and are labelled as such."""
-    layers: list[Layer] = []
+    everything and are labelled as such. `trust_workspace` honours the workspace's own files in
+    full, as listing it in the user's `trustedWorkspaces` does."""
+    above: list[Layer] = []  # what the user passed for this session
     if overrides:
-        layers.append(Layer("session arguments", overrides))
+        above.append(Layer("session arguments", overrides))
     if explicit:
         if not isinstance(explicit, Mapping):
             raise SettingsError("settings must be a mapping in the settings-file format")
-        layers.append(Layer("session settings", explicit))
+        above.append(Layer("session settings", explicit))
     if settings_file is not None:
         data = _read_json(settings_file)
         if data is None:
             raise SettingsError(f"settings file {settings_file} does not exist")
-        layers.append(Layer(str(settings_file), data))
-    warnings: list[str] = []
-    for rel in (".codebelt/settings.local.json", ".codebelt/settings.json"):
-        data = _read_json(root / rel, rel)
-        if data is not None:
-            layers.append(Layer(rel, _untrusted(data, rel, warnings), workspace=True))
-    for rel in (".claude/settings.local.json", ".claude/settings.json"):
-        data = _read_json(root / rel, rel)
-        if data is not None and "permissions" in data:
-            perms = data["permissions"]
-            if not isinstance(perms, Mapping):
-                raise SettingsError(f"{rel}: 'permissions' must be an object")
-            taken = {k: v for k, v in perms.items() if k in CLAUDE_PERMISSION_KEYS}
-            layers.append(Layer(rel, _untrusted({"permissions": taken, **_claude_top(data)}, rel, warnings), workspace=True))
-        elif data is not None and any(k in data for k in CLAUDE_TOP_KEYS):
-            layers.append(Layer(rel, _untrusted(_claude_top(data), rel, warnings), workspace=True))
+        above.append(Layer(str(settings_file), data))
+    below: list[Layer] = []  # the user's own files
     if load_user:
-        claude = Path(os.path.expanduser("~/.claude/settings.json"))
-        data = _read_json(claude, "~/.claude/settings.json")
-        if data is not None:
-            perms = data.get("permissions")
-            if perms is not None and not isinstance(perms, Mapping):
-                raise SettingsError("~/.claude/settings.json: 'permissions' must be an object")
-            taken = {k: v for k, v in (perms or {}).items() if k in CLAUDE_PERMISSION_KEYS}
-            layers.append(Layer("~/.claude/settings.json", {"permissions": taken, **_claude_top(data)}))
+        data = _read_json(Path(os.path.expanduser("~/.claude/settings.json")), "~/.claude/settings.json")
+        part = _claude_part(data, "~/.claude/settings.json") if data is not None else None
+        if part is not None:
+            below.append(Layer("~/.claude/settings.json", part))
         path = user_settings_path()
         label = str(path).replace(os.path.expanduser("~"), "~", 1)
         data = _read_json(path, label)
         if data is not None:
-            layers.append(Layer(label, data))
-    return Settings(layers, warnings)
+            below.append(Layer(label, data))
+    warnings: list[str] = []
+    outside = Settings(above + below)  # checks them, and is where trust can come from
+    trust = decide_trust(root, outside.trusted_workspaces, trust_workspace, warnings)
+    base = Settings(below)
+    ignored: list[Ignored] = []
+    layers: list[Layer] = []
+    for rel in WORKSPACE_FILES:
+        data = _read_workspace_file(root, rel, warnings)
+        if data is not None and rel.startswith(".claude/"):
+            data = _claude_part(data, rel)
+        if data is not None:
+            layers.append(Layer(rel, _workspace_layer(data, rel, trust.trusted, base, ignored), workspace=True))
+    warnings += _describe_ignored(ignored)
+    settings = Settings(above + layers + below, warnings, trust=trust, ignored=ignored)
+    notice = settings.trust_notice()
+    if notice:
+        settings.warnings.append(notice)
+    return settings

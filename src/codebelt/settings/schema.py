@@ -1,30 +1,41 @@
 """The settings schema: one pydantic model per section, with defaults, validation and docs.
 
 Every setting codebelt reads is declared here, and read through these models. Each field says
-whether a workspace's own settings files (`.codebelt/…`, `.claude/…` in the repository) may set it:
-`workspace=True` (`x-workspace` in the JSON Schema) is the allow-list; the default is False. Anything
-not on it (a program path, a switch that weakens the sandbox) is honoured only from the user's file,
-a `--settings` file or the API; from a workspace file it is dropped with a warning. A new key is
-therefore untrusted until someone decides otherwise.
+how an untrusted workspace's own settings files (`.codebelt/…`, `.claude/…` in the repository) may
+narrow it: `workspace=LOWER` (a limit it may lower), `OFF`, `ORDER`, `RULES`, `ADD`, `ANY`, or
+nothing: then only the user's files, `--settings`, the API or a trusted workspace set it
+(`narrowing.py`; `x-workspace` in the JSON Schema). A new key is the user's until someone
+decides how a workspace may narrow it.
 
-Attribute names are snake_case; the JSON keys are Claude Code's camelCase (the aliases).
+Attribute names are snake_case; the JSON keys are Claude Code's camelCase (the aliases), and
+files are read by those keys alone.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from .narrowing import ADD, ANY, LOWER, LOWER_OR_0, NEVER, OFF, RULES, Narrowing
+
 MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
+# What each mode lets through without asking, least first: dontAsk denies what would ask, plan
+# denies every write and every command that is not read-only, default asks, acceptEdits allows
+# writes inside the workspace, bypassPermissions allows everything.
+MODES_NARROWEST_FIRST = ("dontAsk", "plan", "default", "acceptEdits", "bypassPermissions")
 SANDBOX_MODES = ("auto", "bwrap", "landlock", "off", "required")
 
 
-def setting(default: Any, description: str, *, workspace: bool = False, **kw: Any) -> Any:
-    """A field with its documentation and whether a workspace's own files may set it."""
-    return Field(default, description=description, json_schema_extra={"x-workspace": workspace}, **kw)
+def setting(default: Any, description: str, *, workspace: Narrowing | None = None, **kw: Any) -> Any:
+    """A field with its documentation and how an untrusted workspace's own files may narrow it
+    (None: they may not set it)."""
+    if workspace is not None and not isinstance(workspace, Narrowing):
+        raise TypeError("workspace= takes how a workspace may narrow the setting (LOWER, OFF, ORDER, RULES, ADD, "
+                        "ANY), or None when only the user may set it")
+    return Field(default, description=description, json_schema_extra=workspace, **kw)
 
 
 class Section(BaseModel):
@@ -39,15 +50,19 @@ def _str_list(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
+Globs = Annotated[list[str], BeforeValidator(_str_list)]
+
+
 class PermissionsSettings(Section):
-    allow: list[str] = setting([], "Rules that allow a call without asking, e.g. `Bash(npm run test *)`, `Edit(src/**)`.", workspace=True)
-    ask: list[str] = setting([], "Rules that always ask, e.g. `Bash(git push *)`.", workspace=True)
-    deny: list[str] = setting([], "Rules that always deny, e.g. `Read(./.env)`, `Bash(curl *)`.", workspace=True)
+    allow: list[str] = setting([], "Rules that allow a call without asking, e.g. `Bash(npm run test *)`, `Edit(src/**)`.")
+    ask: list[str] = setting([], "Rules that always ask, e.g. `Bash(git push *)`.", workspace=RULES)
+    deny: list[str] = setting([], "Rules that always deny, e.g. `Read(./.env)`, `Bash(curl *)`.", workspace=RULES)
     default_mode: Literal["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"] = setting(
         "default",
-        "What happens to a call no rule settles. A workspace's own files cannot choose bypassPermissions.", workspace=True)
+        "What happens to a call no rule settles. An untrusted workspace's own files may only choose a narrower mode.",
+        workspace=Narrowing("order", order=MODES_NARROWEST_FIRST))
     additional_directories: list[str] = setting(
-        [], "More directories tools may read and write, as if inside the workspace (relative to the root, or absolute).", workspace=True)
+        [], "More directories tools may read and write, as if inside the workspace (relative to the root, or absolute).")
 
 
 class LimitsSettings(Section):
@@ -93,68 +108,63 @@ class BashSettings(Section):
     env: Literal["inherit", "clean"] = setting(
         "inherit", "inherit: commands get codebelt's environment; clean: only a minimal set plus envAllow.")
     env_allow: list[str] = setting([], "Variables (globs allowed) kept under env: clean.")
-    default_timeout_ms: int = setting(120_000, "Timeout of a foreground command when the call gives none.", gt=0, workspace=True)
-    max_timeout_ms: int = setting(600_000, "Largest timeout a call may ask for.", gt=0, workspace=True)
-    background_timeout_ms: int = setting(0, "Timeout of a background command when the call gives none (0: none).", ge=0, workspace=True)
+    default_timeout_ms: int = setting(120_000, "Timeout of a foreground command when the call gives none.", gt=0, workspace=LOWER)
+    max_timeout_ms: int = setting(600_000, "Largest timeout a call may ask for.", gt=0, workspace=LOWER)
+    background_timeout_ms: int = setting(0, "Timeout of a background command when the call gives none (0: none).", ge=0,
+                                         workspace=LOWER_OR_0)
     background_tasks: bool = setting(
-        True, "Whether commands may run in the background (off in `codebelt call`, whose process ends with the call).", workspace=True)
-    auto_background: bool = setting(True, "Move a foreground command still running after autoBackgroundMs to the background.", workspace=True)
-    auto_background_ms: int = setting(15_000, "How long a foreground command runs before it is moved to the background.", ge=0, workspace=True)
-    kill_grace_ms: int = setting(2_000, "Between SIGTERM and SIGKILL when a command is stopped.", ge=0, workspace=True)
-    max_output_bytes: int = setting(4 << 30, "A command whose output passes this is stopped (0: no limit).", ge=0, workspace=True)
+        True, "Whether commands may run in the background (off in `codebelt call`, whose process ends with the call).", workspace=OFF)
+    auto_background: bool = setting(True, "Move a foreground command still running after autoBackgroundMs to the background.", workspace=OFF)
+    auto_background_ms: int = setting(15_000, "How long a foreground command runs before it is moved to the background.", ge=0, workspace=ANY)
+    kill_grace_ms: int = setting(2_000, "Between SIGTERM and SIGKILL when a command is stopped.", ge=0, workspace=LOWER)
+    max_output_bytes: int = setting(4 << 30, "A command whose output passes this is stopped (0: no limit).", ge=0,
+                                    workspace=LOWER_OR_0)
 
 
 class SearchSettings(Section):
-    ripgrep_path: str | None = setting(
-        None, "The rg binary to run instead of the bundled one.", workspace=False
-    )
-    use_system_ripgrep: bool = setting(False, "Use the rg found on PATH instead of the bundled one.", workspace=False)
-    timeout_ms: int = setting(20_000, "Timeout of one ripgrep run (Glob and Grep).", gt=0, workspace=True)
-    exclude: list[str] = setting([], "Globs Glob and Grep always leave out.", workspace=True)
-
-    _list = field_validator("exclude", mode="before")(_str_list)
+    ripgrep_path: str | None = setting(None, "The rg binary to run instead of the bundled one.")
+    use_system_ripgrep: bool = setting(False, "Use the rg found on PATH instead of the bundled one.")
+    timeout_ms: int = setting(20_000, "Timeout of one ripgrep run (Glob and Grep).", gt=0, workspace=LOWER)
+    exclude: Globs = setting([], "Globs Glob and Grep always leave out.", workspace=ADD)
 
 
 class GrepSettings(Section):
-    timeout_ms: int | None = setting(None, "Timeout of one Grep; default search.timeoutMs.", gt=0, workspace=True)
-    head_limit: int = setting(250, "Entries Grep returns when the call gives no head_limit.", ge=0, workspace=True)
-    max_result_chars: int = setting(20_000, "Largest Grep result, in characters.", gt=0, workspace=True)
-    max_columns: int = setting(500, "Longer matching lines are clipped to this many characters.", gt=0, workspace=True)
-    include_hidden: bool = setting(True, "Search hidden files and directories.", workspace=True)
-    include_ignored: bool = setting(False, "Search files that .gitignore / .ignore rules leave out.", workspace=True)
-    exclude: list[str] = setting([], "Globs Grep always leaves out.", workspace=True)
-
-    _list = field_validator("exclude", mode="before")(_str_list)
+    timeout_ms: int | None = setting(None, "Timeout of one Grep; default search.timeoutMs.", gt=0,
+                                     workspace=Narrowing("lower", fallback="search.timeoutMs"))
+    head_limit: int = setting(250, "Entries Grep returns when the call gives no head_limit (0: all).", ge=0,
+                              workspace=LOWER_OR_0)
+    max_result_chars: int = setting(20_000, "Largest Grep result, in characters.", gt=0, workspace=LOWER)
+    max_columns: int = setting(500, "Longer matching lines are clipped to this many characters.", gt=0, workspace=LOWER)
+    include_hidden: bool = setting(True, "Search hidden files and directories.", workspace=ANY)
+    include_ignored: bool = setting(False, "Search files that .gitignore / .ignore rules leave out.", workspace=ANY)
+    exclude: Globs = setting([], "Globs Grep always leaves out.", workspace=ADD)
 
 
 class GlobSettings(Section):
-    timeout_ms: int | None = setting(None, "Timeout of one Glob; default search.timeoutMs.", gt=0, workspace=True)
-    max_results: int = setting(100, "Paths Glob returns at most.", gt=0, workspace=True)
-    include_hidden: bool = setting(True, "List hidden files and directories.", workspace=True)
-    include_ignored: bool = setting(False, "List files that .gitignore / .ignore rules leave out.", workspace=True)
-    exclude: list[str] = setting([], "Globs Glob always leaves out.", workspace=True)
-
-    _list = field_validator("exclude", mode="before")(_str_list)
+    timeout_ms: int | None = setting(None, "Timeout of one Glob; default search.timeoutMs.", gt=0,
+                                     workspace=Narrowing("lower", fallback="search.timeoutMs"))
+    max_results: int = setting(100, "Paths Glob returns at most.", gt=0, workspace=LOWER)
+    include_hidden: bool = setting(True, "List hidden files and directories.", workspace=ANY)
+    include_ignored: bool = setting(False, "List files that .gitignore / .ignore rules leave out.", workspace=ANY)
+    exclude: Globs = setting([], "Globs Glob always leaves out.", workspace=ADD)
 
 
 class ReadSettings(Section):
-    max_tokens: int = setting(25_000, "Largest text page Read returns, in tokens (about 4 characters each).", gt=0, workspace=True)
-    max_image_edge: int = setting(1568, "Images are scaled down to at most this many pixels on their longer edge.", gt=0, workspace=True)
-    max_image_pixels: int = setting(1_150_000, "…and to at most this many pixels in all.", gt=0, workspace=True)
+    max_tokens: int = setting(25_000, "Largest text page Read returns, in tokens (about 4 characters each).", gt=0, workspace=LOWER)
+    max_image_edge: int = setting(1568, "Images are scaled down to at most this many pixels on their longer edge.", gt=0, workspace=LOWER)
+    max_image_pixels: int = setting(1_150_000, "…and to at most this many pixels in all.", gt=0, workspace=LOWER)
 
 
 class EditSettings(Section):
     max_file_mb: int = setting(256, "Largest file an Edit or MultiEdit may produce, in MB (checked before writing).",
-                               gt=0, alias="maxFileMB", workspace=True)
+                               gt=0, alias="maxFileMB", workspace=LOWER)
 
 
 class IntelSettings(Section):
-    diagnostics: bool = setting(True, "After Edit, MultiEdit, Write and ApplyPatch, report the problems the change introduced.", workspace=True)
-    diagnostics_wait_ms: int = setting(2_000, "How long a language server may take to report those problems.", ge=0, le=10_000, workspace=True)
-    max_files: int = setting(20_000, "Most files the code index reads (it says so when it stops there).", gt=0, workspace=True)
-    cache_dir: str | None = setting(
-        None, "Where code indexes are kept (default: $XDG_CACHE_HOME/codebelt/intel).", workspace=False
-    )
+    diagnostics: bool = setting(True, "After Edit, MultiEdit, Write and ApplyPatch, report the problems the change introduced.", workspace=OFF)
+    diagnostics_wait_ms: int = setting(2_000, "How long a language server may take to report those problems.", ge=0, le=10_000, workspace=LOWER)
+    max_files: int = setting(20_000, "Most files the code index reads (it says so when it stops there).", gt=0, workspace=LOWER)
+    cache_dir: str | None = setting(None, "Where code indexes are kept (default: $XDG_CACHE_HOME/codebelt/intel).")
 
 
 class LspServerModel(BaseModel):
@@ -181,17 +191,17 @@ class LspServerModel(BaseModel):
 
 class LspSettings(Section):
     enabled: bool = setting(True, "Ask language servers (precise answers, diagnostics after edits); off: tree-sitter only.",
-                            workspace=True)
+                            workspace=OFF)
     servers: dict[str, LspServerModel] = setting(
         {}, "Language servers by name: {command, args, extensions} or Claude Code's .lsp.json shape. Programs: "
         "only from the user's settings."
     )
     auto_detect: bool = setting(True, "Use basedpyright-langserver and typescript-language-server when installed.",
-                                workspace=True)
+                                workspace=OFF)
     request_timeout_ms: int = setting(5_000, "Longest wait for one answer from a language server (then it is "
-                                      "cancelled and tree-sitter answers).", gt=0, le=120_000, workspace=True)
+                                      "cancelled and tree-sitter answers).", gt=0, le=120_000, workspace=LOWER)
     start_timeout_ms: int = setting(30_000, "Longest wait for a language server to start.", gt=0, le=300_000,
-                                    workspace=True)
+                                    workspace=LOWER)
 
 
 HOOK_EVENTS = (
@@ -250,30 +260,26 @@ class SettingsModel(Section):
     """A settings file, and the merged settings of a session."""
 
     schema_: str | None = Field(None, alias="$schema", description="The JSON Schema this file follows (for editors).",
-                                json_schema_extra={"x-workspace": True})
-    permissions: PermissionsSettings = setting(PermissionsSettings(), "Permission rules, the mode, extra directories.", workspace=True)
-    sandbox: SandboxSettings = setting(SandboxSettings(), "The OS sandbox for Bash commands.", workspace=True)
-    bash: BashSettings = setting(BashSettings(), "Running shell commands.", workspace=True)
-    search: SearchSettings = setting(SearchSettings(), "Glob and Grep (ripgrep).", workspace=True)
-    grep: GrepSettings = setting(GrepSettings(), "Grep.", workspace=True)
-    glob: GlobSettings = setting(GlobSettings(), "Glob.", workspace=True)
-    read: ReadSettings = setting(ReadSettings(), "Read.", workspace=True)
-    edit: EditSettings = setting(EditSettings(), "Edit and MultiEdit.", workspace=True)
-    intel: IntelSettings = setting(IntelSettings(), "Code intelligence: the LSP and RepoMap tools, diagnostics after edits.", workspace=True)
-    lsp: LspSettings = setting(LspSettings(), "Language servers behind the LSP tool and diagnostics.", workspace=True)
+                                json_schema_extra=ANY)
+    permissions: PermissionsSettings = setting(PermissionsSettings(), "Permission rules, the mode, extra directories.")
+    sandbox: SandboxSettings = setting(SandboxSettings(), "The OS sandbox for Bash commands.")
+    bash: BashSettings = setting(BashSettings(), "Running shell commands.")
+    search: SearchSettings = setting(SearchSettings(), "Glob and Grep (ripgrep).")
+    grep: GrepSettings = setting(GrepSettings(), "Grep.")
+    glob: GlobSettings = setting(GlobSettings(), "Glob.")
+    read: ReadSettings = setting(ReadSettings(), "Read.")
+    edit: EditSettings = setting(EditSettings(), "Edit and MultiEdit.")
+    intel: IntelSettings = setting(IntelSettings(), "Code intelligence: the LSP and RepoMap tools, diagnostics after edits.")
+    lsp: LspSettings = setting(LspSettings(), "Language servers behind the LSP tool and diagnostics.")
     hooks: dict[HookEvent, list[MatcherGroupModel]] = setting(
         {}, "Claude Code's hooks: programs run around tool calls. A workspace's own hooks run only in a "
-        "trusted workspace (trustedWorkspaces, or the API / --trust-workspace-hooks).", workspace=True)
-    disable_all_hooks: bool = setting(False, "Run no hooks at all.", workspace=False)
+        "trusted workspace.")
+    disable_all_hooks: bool = setting(False, "Run no hooks at all.")
     trusted_workspaces: list[str] = setting(
-        [], "Workspace roots whose own settings files may run hooks.", workspace=False
+        [], "Workspace roots (absolute paths, each matched exactly by its real path) whose own settings files are "
+        "honoured in full: allow rules, modes, hooks, program paths. Only the user's settings can trust a workspace.",
+        workspace=NEVER,
     )
-
-
-# Values a workspace may not choose even where it may set the key.
-WORKSPACE_FORBIDDEN_VALUES: dict[tuple[str, ...], tuple[Any, ...]] = {
-    ("permissions", "defaultMode"): ("bypassPermissions",),
-}
 
 
 def json_schema() -> dict[str, Any]:
