@@ -6,6 +6,7 @@ Positions are 1-based; characters count code points, not bytes.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from tree_sitter import Node, QueryCursor
@@ -29,6 +30,12 @@ CLASS_LIKE = frozenset(
 )
 # the more telling kind wins when several patterns capture the same name node
 REF_PRIORITY = {"call": 0, "type": 1, "import": 2, "attribute": 3, "identifier": 4}
+
+# a name node that is a string's contents: a type named in a string annotation
+STRING_NODES = frozenset({"string_content"})
+MAX_STRING_NAMES = 1000  # bytes of a string annotation looked into
+_IDENTIFIER = re.compile(r"[^\W\d]\w*")
+SELF_MEMBER = "\0self"  # marks a definition whose container is the class around its method
 
 SymbolRow = tuple[str, str, int, int, int, str | None, str]  # name kind line char end_line container sig
 RefRow = tuple[str, str, int, int]  # name kind line char
@@ -106,7 +113,8 @@ def extract(source: bytes, language: str) -> FileFacts:
     cols = _Columns(source)
     facts = FileFacts()
 
-    # (start_byte, -end_byte, name, kind, name_node, explicit_container, is_symbol, node)
+    # (start_byte, -end_byte, name, kind, name_node, explicit_container, is_symbol, node);
+    # explicit_container is SELF_MEMBER for an attribute assigned on `self`
     defs: list[tuple[int, int, str, str, Node, str | None, bool, Node]] = []
     def_patterns: list[int] = []
     def_name_starts: set[int] = set()
@@ -136,8 +144,9 @@ def extract(source: bytes, language: str) -> FileFacts:
         elif what == _DEF:
             node = caps[cap][0]
             explicit = caps.get("container")
+            container = _text(explicit[0]) if explicit else SELF_MEMBER if "self" in caps else None
             entry = (node.start_byte, -node.end_byte, _text(name_node), kind,
-                     name_node, _text(explicit[0]) if explicit else None, True, node)
+                     name_node, container, True, node)
             key = name_node.start_byte
             seen = best_def.get(key)
             if seen is None:
@@ -156,11 +165,21 @@ def extract(source: bytes, language: str) -> FileFacts:
 
     defs.sort(key=lambda d: (d[0], d[1]))
     stack: list[tuple[int, str, str]] = []  # (end_byte, name, kind) of open containers
+    members: set[tuple[str | None, str]] = set()  # (class, name) of fields seen
     for start, neg_end, name, kind, name_node, explicit, is_symbol, node in defs:
         while stack and stack[-1][0] <= start:
             stack.pop()
         parent = stack[-1] if stack else None
-        container = explicit or (parent[1] if parent else None)
+        if explicit is SELF_MEMBER:
+            # `self.x = …` in a method: a field of the class around the method, stated once
+            owner = next((c for c in reversed(stack) if c[2] in CLASS_LIKE), None)
+            if owner is None or (owner[1], name) in members:
+                continue
+            container = owner[1]
+        else:
+            container = explicit or (parent[1] if parent else None)
+        if kind == "field":
+            members.add((container, name))
         if is_symbol:
             if kind == "function" and (explicit or (parent and parent[2] in CLASS_LIKE)):
                 kind = "method"
@@ -184,10 +203,28 @@ def extract(source: bytes, language: str) -> FileFacts:
             facts.truncated = True
             break
         _, kind, node = refs[start_byte]
+        if node.type in STRING_NODES:
+            for name, row, col in _names_in_string(node):
+                facts.refs.append((name, kind, row + 1, cols.char(row, col)))
+            continue
         name = _text(node)
         if not name:
             continue
         row, col = node.start_point
         facts.refs.append((name, kind, row + 1, cols.char(row, col)))
     return facts
+
+
+def _names_in_string(node: Node) -> list[tuple[str, int, int]]:
+    """The identifiers in a one-line string that names types (`"Optional[Text]"`), with their
+    0-based (row, byte column)."""
+    raw = node.text or b""
+    if node.start_point[0] != node.end_point[0] or len(raw) > MAX_STRING_NAMES:
+        return []
+    row, col = node.start_point
+    s = raw.decode("utf-8", "replace")
+    out = []
+    for m in _IDENTIFIER.finditer(s):
+        out.append((m.group(), row, col + len(s[:m.start()].encode("utf-8"))))
+    return out
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import os
+import posixpath
 import re
 import sqlite3
 import threading
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ..errors import IntelError, PositionError
+from tree_sitter import Node
+
 from .extract import FileFacts, extract
 from .languages import language_for, parser
 from .listing import Listing, list_from, list_with_ripgrep
@@ -132,6 +135,8 @@ class CodeIndex:
         self._refreshed_at = 0.0  # monotonic time the last successful refresh began
         self.generation = 0  # bumped on every commit: caches keyed on it go stale
         self._names: tuple[int, _Names] | None = None
+        self._paths: tuple[int, tuple[frozenset[str], dict[str, list[str]]]] | None = None
+        self._go_mods: dict[str, tuple[int, tuple[str, str] | None]] = {}
         # data derived from the index by other modules (the repo map's graph), keyed by name,
         # stored with the generation it was computed at
         self.derived: dict[str, tuple[int, object]] = {}
@@ -482,6 +487,15 @@ class CodeIndex:
     def identifier_at(self, path: Path | str, line: int, character: int | None = None) -> str | None:
         """The identifier under a 1-based (line, character) cursor; with `character` None, the
         first identifier on the line. None when the spot holds no identifier."""
+        found = self.identifier_node(path, line, character)
+        return None if found is None else found[2]
+
+    def identifier_node(self, path: Path | str, line: int, character: int | None = None
+                        ) -> tuple[Node, bytes, str] | None:
+        """The identifier under the cursor (see `identifier_at`): its tree-sitter node, the
+        file's source (UTF-8) it was parsed from, and the name. In a string that names types
+        (`-> "Text"`) the node is the string's contents and the name the word under the
+        cursor."""
         self._check_open()
         p = Path(path)
         if not p.is_absolute():
@@ -499,17 +513,89 @@ class CodeIndex:
         tree = parser(lang).parse(data)
         row = line - 1
         if character is None:
-            start_col, end_col = 0, len(lines[line - 1])
+            node = _first_identifier(tree.root_node, row)
+            return None if node is None else (node, data, _node_text(node))
+        if not isinstance(character, int) or character < 1 or character > len(text) + 1:
+            raise PositionError(f"character {character} is outside line {line} "
+                                f"(1..{len(text) + 1})")
+        start_col = len(text[:character - 1].encode("utf-8"))
+        at = tree.root_node.descendant_for_point_range((row, start_col), (row, start_col))
+        node = _identifier_node(at)
+        if node is not None:
+            return node, data, _node_text(node)
+        word = _word_in_type_string(at, text, character)
+        return None if word is None else (at, data, word)
+
+    def source_bytes(self, path: Path | str) -> bytes:
+        """A file's source as UTF-8, decoded as the index decodes it (bounded like indexing)."""
+        self._check_open()
+        p = Path(path)
+        return self._read(p if p.is_absolute() else self.root / p)
+
+    def definitions_in(self, name: str, rels: list[str] | None, *, limit: int = 500
+                       ) -> list[Symbol]:
+        """Definitions named `name`, in the files `rels` (relative paths) or anywhere (None)."""
+        self._ensure_started()
+        db = self._db()
+        if rels is None:
+            rows = db.execute(
+                f"SELECT {_SYM_COLS} FROM symbols s JOIN files f ON f.id = s.file_id "
+                "WHERE s.name = ? ORDER BY f.path, s.line LIMIT ?", (name, limit)).fetchall()
         else:
-            if not isinstance(character, int) or character < 1 or character > len(text) + 1:
-                raise PositionError(f"character {character} is outside line {line} "
-                                    f"(1..{len(text) + 1})")
-            start_col = len(text[:character - 1].encode("utf-8"))
-            end_col = start_col
-        node = tree.root_node.descendant_for_point_range((row, start_col), (row, end_col))
-        if character is not None:
-            return _identifier_text(node)
-        return _first_identifier(tree.root_node, row)
+            rows = []
+            for i in range(0, len(rels), 500):
+                batch = rels[i:i + 500]
+                rows += db.execute(
+                    f"SELECT {_SYM_COLS} FROM symbols s JOIN files f ON f.id = s.file_id "
+                    f"WHERE s.name = ? AND f.path IN ({','.join('?' * len(batch))}) "
+                    "ORDER BY f.path, s.line LIMIT ?", (name, *batch, limit)).fetchall()
+        return [self._symbol(r) for r in rows]
+
+    def all_paths(self) -> frozenset[str]:
+        """Every indexed file's relative path (cached per index generation)."""
+        return self._paths_table()[0]
+
+    def paths_ending(self, suffix: str) -> list[str]:
+        """Indexed paths equal to `suffix` or ending with "/" + `suffix`."""
+        by_name = self._paths_table()[1]
+        base = suffix.rpartition("/")[2]
+        return [p for p in by_name.get(base, ()) if p == suffix or p.endswith("/" + suffix)]
+
+    def _paths_table(self) -> tuple[frozenset[str], dict[str, list[str]]]:
+        gen = self.generation
+        cached = self._paths
+        if cached is not None and cached[0] == gen:
+            return cached[1]
+        paths = [r[0] for r in self._db().execute("SELECT path FROM files")]
+        by_name: dict[str, list[str]] = {}
+        for p in paths:
+            by_name.setdefault(p.rpartition("/")[2], []).append(p)
+        table = (frozenset(paths), by_name)
+        self._paths = (gen, table)
+        return table
+
+    def go_module(self, rel: str) -> tuple[str, str] | None:
+        """(directory holding go.mod, module path) for the Go file `rel`: the nearest go.mod
+        above it, read once per index generation."""
+        d = posixpath.dirname(rel)
+        while True:
+            key = d
+            hit = self._go_mods.get(key)
+            if hit is None or hit[0] != self.generation:
+                mod = None
+                try:
+                    with open(self.root / d / "go.mod", "rb") as f:
+                        head = f.read(64 * 1024).decode("utf-8", "replace")
+                    m = re.search(r"(?m)^\s*module\s+\"?([^\s\"]+)", head)
+                    mod = (d, m.group(1)) if m else None
+                except OSError:
+                    mod = None
+                hit = self._go_mods[key] = (self.generation, mod)
+            if hit[1] is not None:
+                return hit[1]
+            if not d:
+                return None
+            d = posixpath.dirname(d)
 
     def file_facts(self, path: Path | str) -> FileFacts:
         """One file's definitions and references, parsed now (bounded like indexing)."""
@@ -645,13 +731,13 @@ def _is_identifier(node) -> bool:
     return node.child_count == 0 and node.is_named and ("identifier" in t or t in IDENTIFIER_TYPES)
 
 
-def _identifier_text(node) -> str | None:
+def _identifier_node(node) -> Node | None:
     # the cursor may sit on an identifier's leaf or on a wrapper node whose only child it is
     for _ in range(4):
         if node is None:
             return None
         if _is_identifier(node):
-            return node.text.decode("utf-8", "replace")
+            return node
         if node.named_child_count == 1 and node.child_count == 1:
             node = node.named_children[0]
             continue
@@ -659,7 +745,31 @@ def _identifier_text(node) -> str | None:
     return None
 
 
-def _first_identifier(root, row: int) -> str | None:
+def _node_text(node: Node) -> str:
+    return (node.text or b"").decode("utf-8", "replace")
+
+
+def _word_in_type_string(node: Node | None, line_text: str, character: int) -> str | None:
+    """The identifier under the cursor inside a string that is a type annotation."""
+    if node is None or node.type != "string_content":
+        return None
+    p = node.parent.parent if node.parent is not None else None
+    if p is None or p.type != "type":
+        return None
+    i = character - 1
+    if i >= len(line_text) or not (line_text[i].isalnum() or line_text[i] == "_"):
+        return None
+    start = i
+    while start > 0 and (line_text[start - 1].isalnum() or line_text[start - 1] == "_"):
+        start -= 1
+    end = i
+    while end < len(line_text) and (line_text[end].isalnum() or line_text[end] == "_"):
+        end += 1
+    word = line_text[start:end]
+    return word if word.isidentifier() else None
+
+
+def _first_identifier(root, row: int) -> Node | None:
     # depth-first, pruning subtrees that do not touch the row
     stack = [root]
     visited = 0
@@ -669,7 +779,7 @@ def _first_identifier(root, row: int) -> str | None:
         if node.end_point[0] < row or node.start_point[0] > row:
             continue
         if _is_identifier(node) and node.start_point[0] == row:
-            return node.text.decode("utf-8", "replace")
+            return node
         stack.extend(reversed(node.children))
     return None
 

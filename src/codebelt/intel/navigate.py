@@ -13,6 +13,7 @@ from pathlib import Path
 from ..errors import IntelError
 from .index import CodeIndex
 from .model import Answer, Location, Symbol
+from .resolve import definitions_at
 
 OPERATIONS = (
     "goToDefinition", "findReferences", "hover", "documentSymbol", "workspaceSymbol",
@@ -49,7 +50,7 @@ def answer(index: CodeIndex, operation: str, path: Path | None, line: int | None
         where = f"line {line}" + (f", character {character}" if character else "")
         raise IntelError(f"no identifier at {where} of {path.name}; give the position of a symbol's name")
     if operation == "goToDefinition":
-        return index.definitions(name, limit=limit)
+        return definitions_at(index, path, line, character, limit=limit)
     if operation == "goToImplementation":
         a = index.definitions(name, limit=limit)
         a.note = _join(a.note, f"tree-sitter cannot tell implementations from declarations: "
@@ -58,7 +59,7 @@ def answer(index: CodeIndex, operation: str, path: Path | None, line: int | None
     if operation == "findReferences":
         return index.references(name, limit=limit, include_definitions=True)
     if operation == "hover":
-        a = index.definitions(name, limit=min(limit, 5))
+        a = definitions_at(index, path, line, character, limit=min(limit, 5))
         lines = []
         for s in a.symbols:
             where = f"{s.kind} {s.container + '.' if s.container else ''}{s.name}"

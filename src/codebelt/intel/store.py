@@ -202,6 +202,8 @@ class _Checkpointer:
         self._stopping = False
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self.passes = 0  # checkpoints run so far (tests wait on it instead of sleeping)
+        self.ran = threading.Condition()
 
     def request(self) -> None:
         with self._lock:
@@ -226,6 +228,9 @@ class _Checkpointer:
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
                 except sqlite3.Error:
                     pass  # the writer's inline fallback bounds the WAL
+                with self.ran:
+                    self.passes += 1
+                    self.ran.notify_all()
         except sqlite3.Error:
             return
         finally:

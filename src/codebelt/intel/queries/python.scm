@@ -12,7 +12,18 @@
 
 ; module-level and class-level assignments: NAME = ... (constants when upper case)
 (module (assignment left: (identifier) @name) @definition.variable)
+(module (assignment left: (pattern_list (identifier) @name)) @definition.variable)
 (class_definition body: (block (assignment left: (identifier) @name) @definition.field))
+; module-level blocks run at import (or as a script, `if __name__ == "__main__":`): what they
+; assign are module variables too
+(module (if_statement consequence: (block (assignment left: (identifier) @name) @definition.variable)))
+(module (if_statement alternative: (else_clause body: (block (assignment left: (identifier) @name) @definition.variable))))
+(module (if_statement alternative: (elif_clause consequence: (block (assignment left: (identifier) @name) @definition.variable))))
+(module (try_statement body: (block (assignment left: (identifier) @name) @definition.variable)))
+(module (try_statement (except_clause (block (assignment left: (identifier) @name) @definition.variable))))
+; attributes assigned on `self` in a method: fields of the enclosing class (@self says so)
+(assignment left: (attribute object: (identifier) @self attribute: (identifier) @name)
+  (#eq? @self "self")) @definition.field
 
 (call function: (identifier) @name) @reference.call
 (call function: (attribute attribute: (identifier) @name)) @reference.call
@@ -21,6 +32,8 @@
 (decorator (identifier) @name) @reference.call
 (decorator (attribute attribute: (identifier) @name)) @reference.call
 (type (identifier) @name) @reference.type
+; a string annotation (`-> "Text"`, `list["Shape"]`) names types too: split into its identifiers
+(type (string (string_content) @name)) @reference.type
 (import_from_statement name: (dotted_name (identifier) @name) @reference.import)
 (import_from_statement name: (aliased_import name: (dotted_name (identifier) @name)) @reference.import)
 (attribute attribute: (identifier) @name) @reference.attribute
