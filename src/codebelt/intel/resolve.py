@@ -107,6 +107,12 @@ def definitions_at(index: CodeIndex, path: Path, line: int, character: int | Non
             external.append(imp)
         else:
             symbols += found
+    if target.constructor:
+        for cls in [s for s in symbols if s.kind in TYPE_KINDS] + [
+                s for s in index.definitions_in(name, sorted({r for r, *_ in spots}))
+                if s.kind in TYPE_KINDS]:
+            symbols += [m for m in index.definitions_in("constructor", [index.relative(cls.path) or ""])
+                        if m.container == cls.name]
     if target.member_of and not symbols:
         symbols += _members(work, scopes, target.member_of, target.name, rel)
     if spots:  # bindings the index knows as definitions are answered as symbols (kind, signature)
@@ -181,6 +187,12 @@ def _exported(work: _Work, scopes, lang: str, rel: str, name: str, hops: int) ->
     if hops > MAX_HOPS:
         return []
     index = work.index
+    if name == "default" and hasattr(scopes, "default_name"):
+        parsed = work.parse(rel)
+        local = scopes.default_name(parsed.root) if parsed is not None else None
+        if local is None:
+            return []
+        name = local
     own = [s for s in index.definitions_in(name, [rel]) if _top_level(s, lang)]
     if own:
         return own

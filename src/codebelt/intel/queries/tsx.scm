@@ -11,6 +11,9 @@
 (abstract_method_signature name: (property_identifier) @name) @definition.method
 (public_field_definition name: (property_identifier) @name) @definition.field
 (property_signature name: (property_identifier) @name) @definition.field
+; constructor parameter properties (`constructor(public name: string)`): fields of the class
+(required_parameter (accessibility_modifier) @self pattern: (identifier) @name) @definition.field
+(optional_parameter (accessibility_modifier) @self pattern: (identifier) @name) @definition.field
 (function_declaration name: (identifier) @name) @definition.function
 (function_signature name: (identifier) @name) @definition.function
 (generator_function_declaration name: (identifier) @name) @definition.function

@@ -27,6 +27,7 @@ class Target:
     member_of: list[str] = field(default_factory=list)  # classes (types) it is a member of
     member: bool = False  # an attribute of something whose type syntax cannot tell
     module_of: Import | None = None  # the name is a module: its file is the answer
+    constructor: bool = False  # `new C()`: C's constructor is an answer too
     this_module: bool = False  # an attribute of the module itself (`__name__`): its file
 
 
