@@ -231,6 +231,8 @@ def _members(work: _Work, scopes, classes: list[str], name: str, rel: str) -> li
         defs = [s for s in index.definitions_in(cls, None) if s.kind in TYPE_KINDS]
         defs = _nearest(index, defs, rel)
         paths = {index.relative(s.path) for s in defs}
+        if hasattr(scopes, "member_files"):
+            paths = set(scopes.member_files(index, sorted(p for p in paths if p)))
         members = [s for s in index.definitions_in(name, sorted(p for p in paths if p))
                    if s.container == cls and s.kind not in TYPE_KINDS - {"type"}
                    or (s.container == cls and s.kind in ("class", "enum"))]
