@@ -143,16 +143,22 @@ def run_project(label: str, root: Path, spec: ServerSpec, n: int, seed: int) -> 
             stats = ix.refresh()
             uses = [u for u in sample_uses(ix, n * 2, seed) if u[0].suffix in spec.extensions][:n]
             manager.wait_ready(uses[0][0], 120)
-            # warm the server: the first answers of a project still loading are partial
+            # warm the server: a project still loading gets partial answers, so the first uses
+            # are asked in rounds until two rounds agree
             deadline = time.monotonic() + 180
+            previous = None
             while time.monotonic() < deadline:
-                try:
-                    a = ask(manager, "findReferences", uses[0][0], uses[0][1], uses[0][2], None, 1000)
-                    if a.locations:
-                        break
-                except Unanswered:
-                    pass
-                time.sleep(2)
+                round_ = []
+                for path, line, char, *_ in uses[:12]:
+                    try:
+                        a = ask(manager, "goToDefinition", path, line, char, None, 100)
+                        round_.append(sorted((str(loc.path), loc.line) for loc in a.locations))
+                    except Unanswered:
+                        round_.append(None)
+                if round_ == previous:
+                    break
+                previous = round_
+                time.sleep(3)
             old, new = Score(), Score()
             t_new = 0.0
             for path, line, char, name, kind in uses:
@@ -172,6 +178,10 @@ def run_project(label: str, root: Path, spec: ServerSpec, n: int, seed: int) -> 
                 scoped = {(loc.path.resolve(), loc.line) for loc in scoped_answer.locations}
                 old.add(kind, by_name, inside, server_any)
                 new.add(kind, scoped, inside, server_any)
+                if SHOW and scoped != inside:
+                    print(f"  miss {path.relative_to(root)}:{line}:{char} {name}: index "
+                          f"{sorted(_short(root, s) for s in scoped)} server "
+                          f"{sorted(_short(root, s) for s in inside)}", file=sys.stderr)
             lines.append(f"{label}: {stats.parsed} files, {len(uses)} uses drawn, "
                          f"{new.asked} answered by {spec.name} inside the project, "
                          f"{new.outside} only outside it")
@@ -187,6 +197,13 @@ def run_project(label: str, root: Path, spec: ServerSpec, n: int, seed: int) -> 
     return lines
 
 
+SHOW = "--show-misses" in sys.argv
+
+
+def _short(root: Path, spot: tuple[Path, int]) -> str:
+    return f"{spot[0].relative_to(root.resolve())}:{spot[1]}"
+
+
 def _within(p: Path, root: Path) -> bool:
     try:
         p.resolve().relative_to(root.resolve())
@@ -200,6 +217,7 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=200)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--only", default="python,typescript,go")
+    ap.add_argument("--show-misses", action="store_true", help="print each use answered otherwise")
     args = ap.parse_args()
     only = set(args.only.split(","))
     CORPUS.mkdir(parents=True, exist_ok=True)
@@ -213,7 +231,7 @@ def main() -> None:
                 out.append(f"python/{pkg}: skipped (basedpyright or {pkg} not installed)")
                 continue
             out += run_project(f"python/{pkg}", root, spec, args.sample, args.seed)
-            print("\n".join(out[-5:]), flush=True)
+            print("\n".join(out[-5:]), file=sys.stderr, flush=True)
     if "typescript" in only:
         spec = specs.get("typescript-language-server")
         root = rxjs_project() if spec else None
@@ -221,7 +239,7 @@ def main() -> None:
             out.append("typescript/rxjs: skipped (typescript-language-server not on PATH, or npm failed)")
         else:
             out += run_project("typescript/rxjs", root, spec, args.sample, args.seed)
-            print("\n".join(out[-5:]), flush=True)
+            print("\n".join(out[-5:]), file=sys.stderr, flush=True)
     if "go" in only:
         gopls = shutil.which("gopls")
         root = go_project()

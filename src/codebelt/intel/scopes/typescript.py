@@ -16,7 +16,9 @@ from . import Import, Target, text, walk
 
 FUNCTIONS = frozenset({"function_declaration", "function_expression", "function", "arrow_function",
                        "method_definition", "generator_function_declaration",
-                       "generator_function"})
+                       "generator_function", "function_signature", "method_signature",
+                       "abstract_method_signature", "call_signature", "construct_signature",
+                       "function_type", "constructor_type"})
 DECLARATIONS = frozenset({"function_declaration", "generator_function_declaration",
                           "class_declaration", "abstract_class_declaration", "class",
                           "interface_declaration", "type_alias_declaration", "enum_declaration",
