@@ -35,9 +35,9 @@ def target(root: Node, node: Node, name: str) -> Target:
             t.imports.append(Import(imp.module, name, imp.line))
         return t
     if node.type == "package_identifier":
-        imp = _package(root, name)
-        if imp is not None:
-            t.module_of = imp
+        spec = _package_spec(root, name)
+        if spec is not None:
+            t.spots.append(spec)  # a package name's definition is the import that names it
         return t
     if node.type == "field_identifier":
         t.member = True  # a struct literal's key, a field declaration
@@ -46,9 +46,9 @@ def target(root: Node, node: Node, name: str) -> Target:
     if found:
         t.spots += found
         return t
-    imp = _package(root, name)
-    if imp is not None:
-        t.module_of = imp
+    spec = _package_spec(root, name)
+    if spec is not None:
+        t.spots.append(spec)
         return t
     t.imports.append(Import(SAME_PACKAGE, name))
     return t
@@ -84,6 +84,13 @@ def _is_binding(b: Node, scope: Node) -> bool:
 
 def _package(root: Node, name: str) -> Import | None:
     """The import that binds package name `name` in this file."""
+    spec = _package_spec(root, name)
+    if spec is None:
+        return None
+    return Import(text(spec.child_by_field_name("path")).strip('"`'), None, spec.start_point[0] + 1)
+
+
+def _package_spec(root: Node, name: str) -> Node | None:
     for spec in walk(root, frozenset({"function_declaration", "method_declaration",
                                       "type_declaration"})):
         if spec.type != "import_spec":
@@ -92,7 +99,7 @@ def _package(root: Node, name: str) -> Import | None:
         alias = spec.child_by_field_name("name")
         local = text(alias) if alias is not None else path.rstrip("/").rpartition("/")[2]
         if local == name:
-            return Import(path, None, spec.start_point[0] + 1)
+            return spec
     return None
 
 
