@@ -116,3 +116,37 @@ def test_empty_index(tmp_path, make_index):
     ix.refresh()
     m = repo_map(ix)
     assert m.text == "" and m.symbols == [] and m.note
+
+
+def test_tests_and_names_defined_everywhere_rank_low(tmp_path, make_index):
+    """Test helpers that the tests use over and over, and a method name many classes define
+    (`write`) used through attributes everywhere: neither may lead the map; the class the code
+    builds on does."""
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "pkg" / "core.py").write_text("class Command:\n    def invoke(self):\n        return 1\n")
+    for i in range(5):
+        (root / "pkg" / f"stream{i}.py").write_text(
+            f"class Stream{i}:\n    def write(self, x):\n        return x\n\n"
+            "    def __repr__(self):\n        return ''\n")
+    for i in range(4):
+        (root / "pkg" / f"use{i}.py").write_text(
+            "from pkg.core import Command\n\n\ndef run(out):\n    c = Command()\n"
+            + "    out.write(1)\n" * 8 + "    return c.invoke()\n")
+    (root / "tests" / "helpers.py").write_text(
+        "from pkg.core import Command\n\n\ndef make_command():\n    return Command()\n")
+    for i in range(6):
+        (root / "tests" / f"test_{i}.py").write_text(
+            "from tests.helpers import make_command\n\n\ndef test_it():\n"
+            + "    make_command().invoke()\n" * 6)
+    ix = make_index(root)
+    ix.refresh()
+    m = repo_map(ix)
+    names = [s.name for s in m.symbols]
+    assert names[0] == "Command", names[:5]
+    assert "make_command" not in names[:5], names[:5]
+    top = m.symbols[0].rank
+    assert all(s.rank < top / 5 for s in m.symbols if s.name == "write")
+    assert not any(p.relative_to(root).as_posix().startswith("tests/") for p in m.files[:2])
+    assert "__repr__" not in names[:5]

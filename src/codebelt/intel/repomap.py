@@ -7,6 +7,13 @@ personalised toward the caller's `paths` and the files defining `mentions`, rank
 file's rank flows along its edges to the definitions it uses, which ranks definitions. The top
 definitions' signature lines, grouped under their file's path, are packed into the budget.
 
+Not every file or name says as much: tests, fixtures, examples, docs, vendored and generated
+files start with a tenth of an ordinary file's share and their definitions count a tenth (a map
+is for finding the code to work on); a use through an attribute (`x.write()`) of a name only
+methods and fields define is weak evidence of which class is meant, so such edges count a
+quarter; and a definition's score is divided by how many files define its name (IDF-like:
+`isatty`, `write`, `__init__` are defined everywhere and say little), dunder methods a tenth.
+
 Tokens are estimated as characters / 4 (no tokenizer dependency); `RepoMapResult.chars` is
 the exact size.
 """
@@ -15,6 +22,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +44,20 @@ UBIQUITY = 0.05
 MAX_OUT_EDGES = 64  # strongest file-to-file edges kept per file for the power iteration  # share of files using a name above which its edges weaken
 PRIVATE_PENALTY = 0.1
 MAX_MENTIONS = 200
+PERIPHERAL = 0.1  # weight of test, fixture, example, doc, vendored and generated files
+MEMBER_EDGE = 0.25  # an attribute use of a name that only members define
+DUNDER = 0.1
+KIND_WEIGHT = {"method": 0.6, "field": 0.4, "constant": 0.6}
+PERIPHERAL_PATH = re.compile(
+    r"(^|/)(tests?|testing|spec|specs|__tests__|fixtures?|examples?|samples?|docs?|"
+    r"benchmarks?|vendor|vendored|third_party|thirdparty|node_modules|generated|gen|build|dist)/"
+    r"|(^|/)(test_[^/]*|[^/]*_test\.[a-z]+|[^/]*\.(spec|test)\.[jt]sx?|conftest\.py|"
+    r"[^/]*_pb2(_grpc)?\.py|[^/]*\.pb\.go|[^/]*\.min\.js|[^/]*\.generated\.[a-z]+)$")
+
+
+def peripheral(rel: str) -> bool:
+    """Whether a path looks like tests, fixtures, examples, docs, vendored or generated code."""
+    return PERIPHERAL_PATH.search(rel) is not None
 MAX_PATHS = 1000
 SHOWN_KINDS = frozenset({"class", "interface", "struct", "enum", "trait", "type", "union",
                          "record", "protocol", "object", "module", "namespace", "function",
@@ -119,6 +141,8 @@ class _Graph:
                 continue
             src = file_id(rel)
             w = math.sqrt(count)
+            if not plain and name not in top:
+                w *= MEMBER_EDGE
             if len(targets) > COMMON_PENALTY:
                 w *= COMMON_PENALTY / len(targets)
             if name.startswith("_"):
@@ -164,6 +188,19 @@ class _Graph:
         self.defs_per_file = [0] * n
         for f, *_ in self.defs:
             self.defs_per_file[f] += 1
+        self.file_weight = [PERIPHERAL if peripheral(rel) else 1.0 for rel in self.files]
+        # what a definition's score is multiplied by: its file, how many files define its name,
+        # its kind, dunder or not
+        self.def_weight = []
+        defined = defaultdict(int)
+        for _, name, *_ in self.defs:
+            defined[name] += 1
+        for f, name, kind, *_ in self.defs:
+            w = self.file_weight[f] / defined[name]
+            w *= KIND_WEIGHT.get(kind, 1.0)
+            if name.startswith("__") and name.endswith("__"):
+                w *= DUNDER
+            self.def_weight.append(w)
 
 
 def _getter(srcs: list[int]):
@@ -231,7 +268,8 @@ def repo_map(index: CodeIndex, *, paths: Iterable[Path | str] = (),
     if focus:
         personal = [1.0 / len(focus) if i in focus else 0.0 for i in range(n)]
     else:
-        personal = [1.0 / n] * n
+        total = sum(g.file_weight)
+        personal = [w / total for w in g.file_weight]
     rank = _pagerank(g, personal)
 
     mul = operator.mul
@@ -241,6 +279,7 @@ def repo_map(index: CodeIndex, *, paths: Iterable[Path | str] = (),
         r = sum(map(mul, g.def_get[k](rank), inc[1])) if inc else 0.0
         # a small share of the file's own rank: a focused file's unreferenced definitions show
         r += rank[f] * 0.01 / g.defs_per_file[f]
+        r *= g.def_weight[k]
         if name in mentioned:
             r = (r + rank[f]) * MENTION_BOOST
         scored.append((-r, k))
