@@ -42,7 +42,7 @@ class HookSpec:
     timeout: float = DEFAULT_TIMEOUT_S
     if_rule: str | None = None
     source: str = ""
-    workspace: bool = False  # from the repository's own settings files
+    workspace: bool = False  # from the repository's own settings files (taken only when it is trusted)
     function: Callable[[dict[str, Any]], dict[str, Any] | None] | None = field(default=None, compare=False)
 
     @property

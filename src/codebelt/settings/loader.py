@@ -193,11 +193,7 @@ def _leaves(model: BaseModel, prefix: tuple[str, ...]) -> Iterator[tuple[str, An
             yield ".".join((*prefix, key)), value
 
 
-# -- reading and checking ------------------------------------------------------------------------
-def _read_json(path: Path, label: str | None = None) -> dict[str, Any] | None:
-    return read_json(path, label)
-
-
+# -- checking ------------------------------------------------------------------------------------
 def _validate(data: Mapping[str, Any], label: str, model: type[BaseModel] = SettingsModel) -> Any:
     """`data` checked against `model`, by JSON keys alone: pydantic would also take the Python
     field names (`ripgrep_path`), which no list of keys written in camelCase would catch."""
@@ -416,19 +412,19 @@ def load_settings(
             raise SettingsError("settings must be a mapping in the settings-file format")
         above.append(Layer("session settings", explicit))
     if settings_file is not None:
-        data = _read_json(settings_file)
+        data = read_json(settings_file)
         if data is None:
             raise SettingsError(f"settings file {settings_file} does not exist")
         above.append(Layer(str(settings_file), data))
     below: list[Layer] = []  # the user's own files
     if load_user:
-        data = _read_json(Path(os.path.expanduser("~/.claude/settings.json")), "~/.claude/settings.json")
+        data = read_json(Path(os.path.expanduser("~/.claude/settings.json")), "~/.claude/settings.json")
         part = _claude_part(data, "~/.claude/settings.json") if data is not None else None
         if part is not None:
             below.append(Layer("~/.claude/settings.json", part))
         path = user_settings_path()
         label = str(path).replace(os.path.expanduser("~"), "~", 1)
-        data = _read_json(path, label)
+        data = read_json(path, label)
         if data is not None:
             below.append(Layer(label, data))
     warnings: list[str] = []
