@@ -9,6 +9,7 @@
     ├── ToolError                 a tool ends its call with a message for the model (+ data)
     ├── Cancelled                 the caller cancelled the call
     ├── ApprovalRefused           an approver could not ask anyone (the message says why)
+    ├── RegexError                a regular expression that is invalid or cannot run in linear time
     ├── FileToolError             the file engine refuses an operation
     │   ├── BinaryFile            the file is not text
     │   ├── EditError             an edit that cannot be applied (no match, several matches …)
@@ -75,6 +76,11 @@ class ToolError(CodebeltError):
         super().__init__(message)
         self.message = message
         self.data = data
+
+
+class RegexError(CodebeltError, ValueError):
+    """A regular expression that is invalid, or that the linear-time engine cannot run
+    (backreferences, lookaround, …); the message says which and what to write instead."""
 
 
 class Cancelled(CodebeltError):

@@ -136,4 +136,4 @@ def test_filter_regex_is_checked():
     assert compile_filter("err|warn").search("a warn") is not None
     with pytest.raises(ToolError, match="Invalid filter regex"):
         compile_filter("[")
-    assert compile_filter(None) is None and isinstance(compile_filter("x"), re.Pattern)
+    assert compile_filter(None) is None and compile_filter("x").search("axb") is not None

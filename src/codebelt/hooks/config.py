@@ -10,10 +10,10 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .. import linear_regex
 from ..settings.schema import HOOK_EVENTS as EVENTS  # noqa: F401 - re-exported: the event names
 from ..settings.schema import PLAIN_MATCHER as _PLAIN
 
@@ -26,7 +26,11 @@ def matcher_matches(matcher: str | None, tool_name: str | None) -> bool:
         return True
     if _PLAIN.match(matcher):
         return tool_name in matcher.split("|")
-    return re.search(matcher, tool_name) is not None
+    # A settings file's regex, run in linear time (a backtracking one could hang every call).
+    try:
+        return linear_regex.compile(matcher).search(tool_name) is not None
+    except linear_regex.RegexError:  # refused when the settings loaded; never a crash here
+        return False
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from .. import linear_regex
 from .decision import Decision, by_mode
 from .requests import CommandRequest, PathRequest
 from .rules import Rule, RuleSet
@@ -203,7 +204,7 @@ def _strict_allow(engine: CommandPolicy, text: str, exact: bool = False) -> Rule
     for rule in engine.rules.of("allow", ["Bash"]):
         if rule.specifier is None or (exact and rule.has_wildcard):
             continue
-        strict = re.compile(rule.command_regex.pattern.replace(".*", _META), re.S)
+        strict = linear_regex.compile(rule.command_regex.pattern.replace(".*", _META), re.S)
         if strict.fullmatch(text):
             return rule
     return None

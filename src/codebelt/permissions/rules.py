@@ -13,8 +13,13 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from .. import linear_regex
 from ..errors import RuleError
+
+if TYPE_CHECKING:
+    from ..linear_regex import LinearPattern
 
 _RULE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\((.*)\))?\s*$", re.S)
 
@@ -40,7 +45,10 @@ class Rule:
 
     # -- Bash command patterns ----------------------------------------------------------------
     @cached_property
-    def command_regex(self) -> re.Pattern[str]:
+    def command_regex(self) -> "LinearPattern":
+        """The command pattern as a regex, run in linear time: a rule from a repository's
+        settings with many `*` (`Bash(*a*a*a*a*b)`) would otherwise backtrack for hours on a
+        long command."""
         spec = self.specifier or "*"
         if spec.endswith(":*"):
             spec = spec[:-2] + " *"
@@ -55,7 +63,7 @@ class Rule:
             else:
                 parts.append(re.escape(chunk))
         pattern = "".join(parts) + (r"(?: .*)?" if optional_tail else "")
-        return re.compile(pattern, re.S)
+        return linear_regex.compile(pattern, re.S)
 
     @property
     def has_wildcard(self) -> bool:

@@ -240,10 +240,12 @@ class MatcherGroupModel(BaseModel):
     @classmethod
     def _valid_matcher(cls, value: str | None) -> str | None:
         if value and not PLAIN_MATCHER.match(value) and value != "*":
+            from ..linear_regex import RegexError, compile
+
             try:
-                re.compile(value)
-            except re.error as e:
-                raise ValueError(f"matcher {value!r} is not a valid regular expression: {e}") from None
+                compile(value)
+            except RegexError as e:
+                raise ValueError(f"matcher {value!r}: {e}") from None
         return value
 
 

@@ -3,11 +3,12 @@ Code's old and current names for the background-task tools."""
 
 from __future__ import annotations
 
-import re
 import time
 
 from pydantic import BaseModel, Field
 
+from .. import linear_regex
+from ..errors import RegexError
 from ..tool import ToolContext, ToolError, ToolResult
 from ._services import task_manager
 
@@ -32,19 +33,21 @@ class TaskStopResult(BaseModel):
     message: str
 
 
-def compile_filter(pattern: str | None) -> re.Pattern[str] | None:
+def compile_filter(pattern: str | None) -> linear_regex.LinearPattern | None:
+    """The filter as a linear-time pattern: a model's regex runs in the server's process, where
+    a backtracking one (`(a+)+$`) would freeze every client."""
     if pattern is None or pattern == "":
         return None
     try:
-        return re.compile(pattern)
-    except re.error as e:
+        return linear_regex.compile(pattern)
+    except RegexError as e:
         raise ToolError(
-            f"Invalid filter regex {pattern!r}: {e}. Pass a Python regular expression such as "
-            "'error|warning', or omit filter to get all new output."
+            f"Invalid filter regex. {e} Pass a regular expression such as 'error|warning', or omit "
+            "filter to get all new output."
         ) from None
 
 
-def read_task(ctx: ToolContext, task_id: str, pattern: re.Pattern[str] | None = None,
+def read_task(ctx: ToolContext, task_id: str, pattern: linear_regex.LinearPattern | None = None,
               wait_ms: float = 0) -> ToolResult:
     """New output of a background task since the last read, and its status; with `wait_ms`,
     first wait (cancellably) up to that long for the task to end."""

@@ -12,12 +12,15 @@ import codecs
 import itertools
 import os
 import queue
-import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...evicted import notice
+
+if TYPE_CHECKING:
+    from ...linear_regex import LinearPattern
 
 CHUNK = 1 << 20  # bytes read at a time when scanning a spool file
 SUMMARY_BYTES = 6_000  # bytes of head and of tail shown for an evicted output
@@ -168,16 +171,21 @@ class IncrementalReader:
 
     Keeps a UTF-8 decoder so a character split across two reads is not mangled. With a
     filter, only complete lines are consumed while the command runs (a half-written line is
-    left for the next read); lines that do not match are consumed and dropped.
+    left for the next read); lines that do not match are consumed and dropped. A line longer
+    than LONG_LINE bytes is judged (and shown) by its first LONG_LINE bytes and the rest of it
+    skipped, so memory stays bounded whatever the command prints.
     """
+
+    LONG_LINE = CHUNK
 
     def __init__(self, path: Path):
         self.path = path
         self.offset = 0
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._skipping = False  # inside an over-long line whose head was already judged
 
     def read(self, size: int, finished: bool, max_bytes: int,
-             pattern: re.Pattern[str] | None = None) -> tuple[str, int, bool]:
+             pattern: "LinearPattern | None" = None) -> tuple[str, int, bool]:
         """(text, bytes consumed, truncated). At most `max_bytes` of new output is returned
         inline; when more arrived, the middle is skipped (counted) and head/tail kept."""
         start, end = self.offset, size
@@ -204,10 +212,23 @@ class IncrementalReader:
         return text, end - start, truncated
 
     def _read_filtered(self, start: int, end: int, finished: bool, max_bytes: int,
-                       pattern: re.Pattern[str]) -> tuple[str, int, bool]:
-        out: list[str] = []
-        kept = 0
-        truncated = False
+                       pattern: "LinearPattern") -> tuple[str, int, bool]:
+        kept: list[str] = []
+        budget = [max_bytes, False]  # bytes still allowed inline, whether a match was left out
+
+        def keep(lines: bytes) -> None:
+            # One pass of the (linear-time) pattern over many lines; text is judged as decoded,
+            # and a line by its first LONG_LINE bytes however it arrived.
+            if len(lines) > self.LONG_LINE and any(len(x) > self.LONG_LINE for x in lines.split(b"\n")):
+                lines = b"\n".join(x[:self.LONG_LINE] for x in lines.split(b"\n"))
+            blob = lines.decode("utf-8", "replace").encode("utf-8")
+            for a, b in pattern.matching_lines(blob):
+                if b - a <= budget[0]:
+                    kept.append(blob[a:b].decode("utf-8"))
+                    budget[0] -= b - a + 1
+                else:
+                    budget[1] = True
+
         pos = start
         carry = b""
         with open(self.path, "rb") as f:
@@ -217,29 +238,33 @@ class IncrementalReader:
                 if not chunk:
                     break
                 pos += len(chunk)
+                if self._skipping:
+                    nl = chunk.find(b"\n")
+                    if nl < 0:
+                        continue
+                    chunk = chunk[nl + 1:]
+                    self._skipping = False
                 data = carry + chunk
-                lines = data.split(b"\n")
-                carry = lines.pop()
-                for raw in lines:
-                    line = decode(raw)
-                    if pattern.search(line):
-                        if kept + len(raw) <= max_bytes:
-                            out.append(line)
-                            kept += len(raw) + 1
-                        else:
-                            truncated = True
+                cut = data.rfind(b"\n")
+                if cut >= 0:
+                    keep(data[:cut])
+                    carry = data[cut + 1:]
+                else:
+                    carry = data
+                if len(carry) > self.LONG_LINE:
+                    keep(carry[:self.LONG_LINE])
+                    carry = b""
+                    self._skipping = True
         consumed_to = pos - len(carry)
-        if carry and (finished or len(carry) > CHUNK):
-            line = decode(carry)
-            if pattern.search(line):
-                out.append(line)
+        if carry and finished:
+            keep(carry)
             consumed_to = pos
         self.offset = consumed_to
         self._decoder.reset()
-        text = "\n".join(out)
-        if truncated:
+        text = "\n".join(kept)
+        if budget[1]:
             text += "\n... [more matching lines were skipped: too much output for one read] ..."
-        return text, consumed_to - start, truncated
+        return text, consumed_to - start, budget[1]
 
 
 class SpoolDir:

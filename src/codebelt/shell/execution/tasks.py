@@ -15,17 +15,19 @@ Read/Grep) until the session ends.
 from __future__ import annotations
 
 import itertools
-import re
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ...errors import ShellError
 from . import procs
 from .runner import ShellProcess, Wrap
 from .spool import IncrementalReader, SpoolDir
+
+if TYPE_CHECKING:
+    from ...linear_regex import LinearPattern
 
 DEFAULT_GRACE_S = 2.0
 DEFAULT_MAX_OUTPUT_BYTES = 4 << 30  # a runaway `yes` stops before it fills the disk
@@ -212,7 +214,7 @@ class TaskManager:
         with self._lock:
             return list(self._tasks.values())
 
-    def read(self, task_id: str, pattern: re.Pattern[str] | None, max_bytes: int) -> tuple[Task, str, bool]:
+    def read(self, task_id: str, pattern: "LinearPattern | None", max_bytes: int) -> tuple[Task, str, bool]:
         """New output of a task since the last read: (task, text, truncated)."""
         task = self.get(task_id)
         with task.lock:
