@@ -65,3 +65,18 @@ def test_region_points_at_the_change():
 def test_replace_all_region_spans_every_change():
     applied = replace("x1 x2 x3", "x", "yy", replace_all=True)
     assert applied.count == 3 and applied.text[applied.start:applied.end] == "yy1 yy2 yy"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("indent", ["", "\t"])
+def test_no_match_diagnosis_is_linear(indent):
+    # 5,000 old lines against 40,000 equal file lines, the last old line missing: the whitespace
+    # diagnosis compared window by window (lines × old lines) and took minutes.
+    text = f"{indent}x = 1\n" * 40_000
+    old = "    x = 1\n" * 5_000 + "    missing\n"
+    with pytest.raises(EditError, match="String to replace not found"):
+        replace(text, old, "y")
+    # …and still finds a block that differs only in indentation, at its first place.
+    found = "x = 1\n" * 3 + "tail\n"
+    with pytest.raises(EditError, match="lines 40001-40004"):
+        replace(text + found, "  x = 1\n" * 3 + "  tail\n", "y")

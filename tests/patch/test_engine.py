@@ -173,23 +173,23 @@ def test_seek_stays_linear_on_repeated_context():
     """5,000 repeated context lines against a 40,000-line file took 47 s with slice checks at
     every candidate; the rolling hash makes it linear. Asserted on the answer, and on the number
     of slice comparisons (not on time)."""
-    import codebelt.patch.seek as seek_mod
+    import codebelt.files.runs as seek_mod
 
     lines = ["x"] * 40_000 + ["end"]
     pattern = ["x"] * 5_000 + ["end"]
     compared = {"n": 0}
-    real = seek_mod._find_rolling
+    real = seek_mod.find_run_rolling
 
     def counting(keys, pat, lo, hi):
         compared["n"] += 1
         return real(keys, pat, lo, hi)
 
-    seek_mod._find_rolling = counting
+    seek_mod.find_run_rolling = counting
     try:
         assert seek(LineIndex(lines), pattern) == (35_000, 0)
         assert seek(LineIndex(lines), ["x"] * 5_000 + ["missing"]) is None
     finally:
-        seek_mod._find_rolling = real
+        seek_mod.find_run_rolling = real
     assert compared["n"] >= 1  # the linear search took over
 
 
@@ -197,7 +197,7 @@ def test_seek_stays_linear_on_repeated_context():
 def test_rolling_search_agrees_with_the_plain_one(seed):
     import random
 
-    import codebelt.patch.seek as seek_mod
+    import codebelt.files.runs as seek_mod
 
     rnd = random.Random(seed)
     keys = [rnd.choice("ab") for _ in range(300)]
@@ -205,5 +205,5 @@ def test_rolling_search_agrees_with_the_plain_one(seed):
     for lo in (0, 5, 100):
         hi = len(keys) - len(pat)
         plain = next((i for i in range(lo, hi + 1) if keys[i:i + len(pat)] == pat), None)
-        assert seek_mod._find_rolling(keys, pat, lo, hi) == plain
-        assert seek_mod._find(keys, pat, lo, hi) == plain
+        assert seek_mod.find_run_rolling(keys, pat, lo, hi) == plain
+        assert seek_mod.find_run(keys, pat, lo, hi) == plain

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ..errors import EditError
 from .codec import apply_eol
+from .runs import find_run
 
 QUOTE_MAP = {
     "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'",
@@ -213,19 +214,18 @@ def _whitespace_hint(text: str, old: str) -> str | None:
     needle = [ln.rstrip("\r") for ln in old.split("\n")]
     while needle and not needle[-1].strip():
         needle.pop()
-    while needle and not needle[0].strip():
-        needle.pop(0)
+    first = next((i for i, ln in enumerate(needle) if ln.strip()), len(needle))
+    needle = needle[first:]
     if not needle:
         return None
     lines = [ln.rstrip("\r") for ln in text.split("\n")]
     key = [ln.strip() for ln in needle]
-    first = key[0]
-    for i, ln in enumerate(lines):
-        if ln.strip() != first:
-            continue
+    # Linear whatever the file: a huge old_string against a file of repeated lines was
+    # compared window by window (lines × old lines).
+    found = find_run([ln.strip() for ln in lines], key, 0, len(lines) - len(key))
+    if found is not None:
+        i = found
         window = lines[i:i + len(key)]
-        if len(window) < len(key) or [w.strip() for w in window] != key:
-            continue
         file_indent = "".join(w[: len(w) - len(w.lstrip())] for w in window)
         old_indent = "".join(n[: len(n) - len(n.lstrip())] for n in needle)
         where = f"lines {i + 1}-{i + len(key)}" if len(key) > 1 else f"line {i + 1}"
