@@ -240,11 +240,15 @@ def _parse_update(body: list[tuple[int, str]], i: int, path: str, no: int) -> tu
 
 
 def _header_text(line: str) -> str | None:
-    """The context of a '@@' line, None for a bare '@@' or a unified-diff line-number header."""
-    rest = line[2:].strip()
-    if not rest or _UNIFIED_HEADER.match(rest):
+    """The context of a '@@' line, None for a bare '@@' or a unified-diff line-number header.
+
+    The text names a line of the file as it is, indentation included ('@@     def f(self):' is
+    the method, not a top-level `def f(self):`): only the one space after '@@' separates them.
+    """
+    rest = line[2:].rstrip()
+    if not rest.strip() or _UNIFIED_HEADER.match(rest.strip()):
         return None
-    return rest
+    return rest[1:] if rest[0] in " \t" else rest
 
 
 def _parse_chunk(body: list[tuple[int, str]], i: int, path: str, first: bool) -> tuple[Chunk, int]:
