@@ -9,7 +9,7 @@ import heapq
 
 from ..errors import PatchApplyError
 from .parser import Chunk
-from .seek import PASSES, LineIndex, seek, seek_header
+from .seek import PASSES, LineIndex, ambiguity_error, other_places, seek, seek_header
 from .text import Edit, PatchText
 
 
@@ -181,6 +181,14 @@ def _without_trailing_blanks(index: LineIndex, ops: list, start: int, eof: bool)
     return last
 
 
+def _refuse_if_ambiguous(index: LineIndex, old: list[str], at: int, pass_no: int, start: int, chunk: Chunk,
+                         chunk_no: int, display: str, on_header: bool = False) -> None:
+    others = other_places(index, old, at, pass_no, start=start, headers=chunk.contexts,
+                          from_header_line=on_header)
+    if others:
+        raise ambiguity_error(display, chunk_no, chunk.line, index, at, others, old, chunk.contexts)
+
+
 def locate_edits(text: PatchText, chunks: list[Chunk], display: str) -> tuple[list[Edit], list[str]]:
     """Find every chunk in file order and turn it into line edits. Returns (edits, fuzzy passes used)."""
     index = LineIndex(text.lines)
@@ -190,6 +198,7 @@ def locate_edits(text: PatchText, chunks: list[Chunk], display: str) -> tuple[li
     line_index = 0
     for n, chunk in enumerate(chunks, 1):
         header_at = None
+        start = line_index  # what the previous chunk leaves open; the headers narrow it
         for header in chunk.contexts:
             found = seek_header(index, header, line_index)
             if found is None:
@@ -203,18 +212,24 @@ def locate_edits(text: PatchText, chunks: list[Chunk], display: str) -> tuple[li
         if not old:
             # Pure addition: at the end of the file, or right after its '@@' context.
             at = total if (chunk.is_end_of_file or header_at is None) else line_index
+            if not chunk.is_end_of_file:
+                _refuse_if_ambiguous(index, old, at, 0, start, chunk, n, display)
             edits.append((at, at, [t for _, t in ops]))
             continue
         found = seek(index, old, line_index, chunk.is_end_of_file)
+        on_header = False
         if found is None and header_at is not None:
             # '@@ def f():' followed by ' def f():' — the header line is the chunk's first line.
             found = seek(index, old, header_at, chunk.is_end_of_file)
+            on_header = found is not None
         if found is None and ops and ops[-1] == (" ", ""):
             ops, old, found = _without_trailing_blanks(index, ops, line_index, chunk.is_end_of_file)
         if found is None or not old:
             raise _not_found(display, chunk, n, index, [t for k, t in chunk.ops if k != "+"],
                              chunk.contexts[-1] if chunk.contexts else None)
         at, pass_no = found
+        if not (chunk.is_end_of_file and at == total - len(old)):  # `*** End of File` decides
+            _refuse_if_ambiguous(index, old, at, pass_no, start, chunk, n, display, on_header)
         if pass_no:
             fuzzy.append(PASSES[pass_no][0])
         j, run_start, new = at, None, []
