@@ -154,3 +154,27 @@ def test_bash_interception_honours_edit_deny(ws: Path, make_session):
                                    "@@\n-A = 1\n+A = 2\n*** End Patch\nEOF"})
     assert r.is_error
     assert (ws / "m.py").read_text() == "A = 1\n"
+
+
+# (file bytes, Edit's old_string → new_string, the same change as patch lines): in a file with
+# mixed line endings, Edit and ApplyPatch must write the same bytes.
+MIXED = [
+    ("one-crlf-line-in-a-tie", b"a\r\nb\nc\r\nd\n", ("c", "C"), " b\n-c\n+C\n d\n"),
+    ("crlf-then-lf-lines", b"a\r\nb\r\nc\nd\n", ("b\nc", "B\nC"), " a\n-b\n-c\n+B\n+C\n d\n"),
+    ("more-lines-than-replaced", b"a\nb\r\nc\n", ("b", "B1\nB2"), " a\n-b\n+B1\n+B2\n c\n"),
+    ("insert-after-a-crlf-line", b"a\r\nb\nc\n", ("a\n", "a\nnew\n"), " a\n+new\n b\n"),
+    ("insert-after-an-lf-line", b"a\nb\r\nc\r\n", ("a\n", "a\nnew\n"), " a\n+new\n b\n"),
+]
+
+
+@pytest.mark.parametrize("data, edit, body", [c[1:] for c in MIXED], ids=[c[0] for c in MIXED])
+def test_edit_and_apply_patch_agree_on_mixed_line_endings(ws: Path, make_session, data, edit, body):
+    (ws / "e.txt").write_bytes(data)
+    (ws / "p.txt").write_bytes(data)
+    s = make_session(mode="acceptEdits")
+    assert not s.call("Read", {"file_path": "e.txt"}).is_error
+    r = s.call("Edit", {"file_path": "e.txt", "old_string": edit[0], "new_string": edit[1]})
+    assert not r.is_error, r.text
+    r = s.call("ApplyPatch", {"input": patch(f"*** Update File: p.txt\n@@\n{body}")})
+    assert not r.is_error, r.text
+    assert (ws / "p.txt").read_bytes() == (ws / "e.txt").read_bytes()

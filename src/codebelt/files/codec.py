@@ -218,3 +218,14 @@ def apply_eol(text: str, eol: str) -> str:
     if eol != "\r\n" or "\n" not in text:
         return text
     return re.sub(r"(?<!\r)\n", "\r\n", text)
+
+
+def endings_for(count: int, replaced: list[str], before: str | None, usual: str) -> list[str]:
+    """The line endings of `count` lines written into a file whose lines end differently (mixed
+    CRLF and LF) — one rule, so Edit and ApplyPatch write the same bytes for the same change:
+    the k-th new line takes the ending of the k-th line it replaces (past the last, the last
+    one's); lines that replace none (an insertion) take the ending of the line they follow,
+    else the file's usual one. `replaced` lists the replaced lines' endings in order."""
+    if replaced:
+        return [replaced[min(k, len(replaced) - 1)] for k in range(count)]
+    return [before or usual] * count

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import EditError
-from .codec import apply_eol
+from .codec import apply_eol, endings_for
 from .runs import find_run
 
 QUOTE_MAP = {
@@ -183,19 +183,27 @@ def replace(text: str, old: str, new: str, *, replace_all: bool = False, eol: st
             if not replace_all:
                 starts = starts[:1]
             if eol == "mixed":
-                reps = [_ending_of_line_at(text, s, r) for s, r in zip(starts, reps if isinstance(reps, list) else [reps] * len(starts))]
+                reps = [_endings_like(text, s, s + len(needle), r)
+                        for s, r in zip(starts, reps if isinstance(reps, list) else [reps] * len(starts))]
             result, end = _splice(text, starts, len(needle), reps, limit)
             label = how if not suffix else (f"{suffix}, {how}" if how != "exact" else suffix)
             return Applied(result, len(starts), starts[0], end, label)
     raise EditError(_not_found_message(text, stripped_old or old))
 
 
-def _ending_of_line_at(text: str, start: int, new: str) -> str:
-    """In a file with mixed line endings, new lines take the ending of the line they replace."""
+def _endings_like(text: str, start: int, end: int, new: str) -> str:
+    """In a file with mixed line endings, the line breaks of `new` (replacing text[start:end])
+    follow `codec.endings_for`, as ApplyPatch's do: each takes the ending of the line break it
+    replaces. A new_string that already holds CRLF is written as given."""
     if "\n" not in new or "\r\n" in new:
         return new
-    end = text.find("\n", start)
-    return apply_eol(new, "\r\n") if end > 0 and text[end - 1] == "\r" else new
+    replaced = ["\r\n" if i > 0 and text[i - 1] == "\r" else "\n"
+                for i in range(start, end) if text[i] == "\n"]
+    line_end = text.find("\n", start)
+    own = None if line_end == -1 else ("\r\n" if line_end > 0 and text[line_end - 1] == "\r" else "\n")
+    pieces = new.split("\n")
+    endings = endings_for(len(pieces) - 1, replaced, own, "\n")
+    return "".join(p + e for p, e in zip(pieces, endings)) + pieces[-1]
 
 
 def _not_found_message(text: str, old: str) -> str:

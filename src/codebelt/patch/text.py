@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import BinaryFile, PatchApplyError
-from ..files.codec import SNIFF_BYTES, UTF8, TextFormat, sniff
+from ..files.codec import SNIFF_BYTES, UTF8, TextFormat, endings_for, sniff
 
 # An edit replaces old lines [start, end) with `new` (line texts without endings).
 Edit = tuple[int, int, list[str]]
@@ -58,19 +58,32 @@ def encode(text: str, display: str, fmt: TextFormat = UTF8) -> bytes:
 
 
 def render(text: PatchText, edits: list[Edit]) -> str:
-    """The new file text: kept lines byte for byte, inserted lines with the file's line ending.
-    An updated file always ends with a newline."""
+    """The new file text: kept lines byte for byte, written lines with the file's line ending
+    (with mixed endings, `codec.endings_for`: the ending of the line each one replaces, as Edit
+    does). An updated file always ends with a newline."""
     cr = "\r" if text.eol == "\r\n" else ""
     parts = text.parts
     if parts and not text.final_newline and cr and not parts[-1].endswith("\r"):
         parts = parts[:-1] + [parts[-1] + cr]  # the last line gets the file's (CRLF) ending
+    has_cr = text.parts is not text.lines  # then each written line takes its own ending
     out: list[str] = []
     pos = 0
     for s, e, new in edits:
         out.extend(parts[pos:s])
-        out.extend([t + cr for t in new] if cr else new)
+        if has_cr:
+            endings = endings_for(len(new), [_ending(parts, i) for i in range(s, e)],
+                                  _ending(parts, s - 1 if s else s), text.eol)
+            out.extend(t + ("\r" if end == "\r\n" else "") for t, end in zip(new, endings))
+        else:
+            out.extend(new)
         pos = e
     out.extend(parts[pos:])
     if not out:
         return ""
     return "\n".join(out) + "\n"
+
+
+def _ending(parts: list[str], i: int) -> str | None:
+    if not 0 <= i < len(parts):
+        return None
+    return "\r\n" if parts[i].endswith("\r") else "\n"
