@@ -24,7 +24,7 @@ def test_fast_path_equals_text_path(parts, edits, bom):
     fast = _exact_on_bytes(raw, fmt, specs)
     if fast is None:
         return
-    text, counts, hows, _ = _apply_on_text(fmt.decode(raw), fmt, specs)
+    text, counts, hows, _, _ = _apply_on_text(fmt.decode(raw), fmt, specs)
     assert fast[0] == fmt.encode(text)
     assert fast[1] == counts
 

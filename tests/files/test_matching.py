@@ -26,7 +26,18 @@ CASES = [
      "it\u2019s great\n", "quotes"),
     ("curly in old, straight in file", 'x = "a"\n', "x = \u201ca\u201d", "x = \u201cb\u201d", False,
      'x = "b"\n', "quotes"),
-    ("en dash normalised", "range 1\u20132\n", "range 1-2", "range 1-3", False, "range 1-3\n", "quotes"),
+    ("en dash kept where new repeats it", "range 1\u20132\n", "range 1-2", "range 1-3", False,
+     "range 1\u20133\n", "quotes"),
+    # Only the quotes new_string repeats take the file's style: never the code next to them.
+    ("curly comment, straight code", "# Don\u2019t retry here\nx = d['key']\n",
+     "# Don't retry here\nx = d['key']", "# Don't retry here\nx = d['other']", False,
+     "# Don\u2019t retry here\nx = d['other']\n", "quotes"),
+    ("quotes new_string adds stay as given", "it\u2019s\n", "it's", "it's 'quoted' and \"so\"", False,
+     "it\u2019s 'quoted' and \"so\"\n", "quotes"),
+    ("curly apostrophe moved with its word", "# We don\u2019t\n", "# We don't", "# Now we don't", False,
+     "# Now we don\u2019t\n", "quotes"),
+    ("crlf file, curly comment, straight code", "# Don\u2019t\r\nx = d['k']\r\n", "# Don't\nx = d['k']",
+     "# Don't\nx = d['j']", False, "# Don\u2019t\r\nx = d['j']\r\n", "quotes"),
     ("line-number prefixes stripped", "def f():\n    return 1\n",
      "     1\tdef f():\n     2\t    return 1", "     1\tdef f():\n     2\t    return 2", False,
      "def f():\n    return 2\n", "line numbers"),
@@ -80,3 +91,24 @@ def test_no_match_diagnosis_is_linear(indent):
     found = "x = 1\n" * 3 + "tail\n"
     with pytest.raises(EditError, match="lines 40001-40004"):
         replace(text + found, "  x = 1\n" * 3 + "  tail\n", "y")
+
+
+def test_what_was_changed_in_new_string_is_said():
+    applied = replace("# Don\u2019t retry here\nx = d['key']\n", "# Don't retry here\nx = d['key']",
+                      "# Don't retry here\nx = d['other']")
+    assert applied.note is not None and "1 character of new_string was written as the file has it" in applied.note
+    assert "\u2019" in applied.note
+
+
+def test_edit_result_says_what_was_changed(tmp_path):
+    from codebelt import Session
+
+    (tmp_path / "m.py").write_text("# Don\u2019t retry here\nx = d['key']\n", encoding="utf-8")
+    with Session(root=tmp_path, audit=False, load_user_settings=False, mode="acceptEdits",
+                 settings={"lsp": {"autoDetect": False}}) as s:
+        s.call("Read", {"file_path": "m.py"})
+        r = s.call("Edit", {"file_path": "m.py", "old_string": "# Don't retry here\nx = d['key']",
+                            "new_string": "# Don't retry here\nx = d['other']"})
+    assert not r.is_error, r.text
+    assert (tmp_path / "m.py").read_text(encoding="utf-8") == "# Don\u2019t retry here\nx = d['other']\n"
+    assert "matched after normalising: quotes; 1 character of new_string was written as the file has it" in r.text

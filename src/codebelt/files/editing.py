@@ -155,6 +155,7 @@ def apply_edits(
         data, counts, (lo, hi) = fast
         text: str | bytes = data
         hows = ["exact"] * len(edits)
+        notes = []
     else:
         try:
             text = fmt.decode(raw)
@@ -162,7 +163,7 @@ def apply_edits(
             raise EditError(
                 f"{show(path)} cannot be decoded as {fmt.encoding} ({e.reason}); it was not changed."
             ) from None
-        text, counts, hows, (lo, hi) = _apply_on_text(text, fmt, edits, max_bytes)
+        text, counts, hows, (lo, hi), notes = _apply_on_text(text, fmt, edits, max_bytes)
         try:
             data = fmt.encode(text)
         except UnicodeEncodeError as e:
@@ -187,7 +188,7 @@ def apply_edits(
         states.record_write(path, data, fmt)
     except OSError:
         states.forget(path)
-    return EditOutcome(text, data, fmt, created, counts, hows, (lo, hi))
+    return EditOutcome(text, data, fmt, created, counts, hows, (lo, hi), notes)
 
 
 # Encodings where an exact byte match of an encoded needle is an exact text match (UTF-8 is
@@ -239,6 +240,7 @@ def _exact_on_bytes(raw: bytes, fmt: TextFormat, edits: list[EditSpec], max_byte
 def _apply_on_text(text: str, fmt: TextFormat, edits: list[EditSpec], max_bytes: int | None = DEFAULT_MAX_RESULT):
     counts: list[int] = []
     hows: list[str] = []
+    notes: list[str] = []
     lo = hi = None
     for i, edit in enumerate(edits):
         try:
@@ -262,7 +264,9 @@ def _apply_on_text(text: str, fmt: TextFormat, edits: list[EditSpec], max_bytes:
         text = applied.text
         counts.append(applied.count)
         hows.append(applied.how)
-    return text, counts, hows, (lo or 0, hi or 0)
+        if applied.note:
+            notes.append(applied.note if len(edits) == 1 else f"edit {i + 1}: {applied.note}")
+    return text, counts, hows, (lo or 0, hi or 0), notes
 
 
 def snippet(text: str | bytes, lo: int, hi: int, context: int = 3, max_rows: int = 40,

@@ -4,8 +4,9 @@ Strategies, in order, stopping at the first that finds the text:
   1. exact;
   2. line endings: the model's LF mapped to the file's CRLF;
   3. typographic quotes and dashes normalised to ASCII on both sides (a 1:1 character map, so
-     positions in the normalised text are positions in the file); new_string then takes the
-     file's quote style, so curly quotes stay curly;
+     positions in the normalised text are positions in the file); where new_string repeats the
+     replaced text, its quotes and dashes are written as the file has them there (a curly
+     apostrophe in a comment stays curly), what it adds is written as given (code stays code);
   4. the `cat -n` line-number prefix (`    12\\t`) stripped from every line of old_string (and of
      new_string when all its lines carry one), then 1–3 again.
 Nothing else: whitespace differences are never matched, only diagnosed (tabs vs spaces).
@@ -13,6 +14,7 @@ Nothing else: whitespace differences are never matched, only diagnosed (tabs vs 
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 
@@ -38,6 +40,7 @@ class Applied:
     start: int  # where the first replacement starts (same in old and new text)
     end: int  # where the last replacement ends, in the new text
     how: str  # "exact" | "line endings" | "quotes" | "line numbers" …
+    note: str | None = None  # what was changed in new_string to fit the file, for the result
 
 
 def normalise_quotes(s: str) -> str:
@@ -54,26 +57,56 @@ def strip_line_numbers(s: str) -> str | None:
     return "\n".join(_LINE_PREFIX.sub("", line, count=1) for line in lines)
 
 
-def style_quotes(new: str, matched: str, old: str) -> str:
-    """Give new_string the quote style of the text it replaces (Claude Code's preserve-quote-style)."""
-    file_curly = bool(_CURLY.search(matched))
-    if not file_curly:
-        return normalise_quotes_only(new) if _CURLY.search(old) else new
-    out = []
-    for i, ch in enumerate(new):
-        prev = new[i - 1] if i else ""
-        nxt = new[i + 1] if i + 1 < len(new) else ""
-        opening = not prev or prev.isspace() or prev in "([{<\u2014-"
-        if ch == '"' and ("\u201c" in matched or "\u201d" in matched):
-            out.append("\u201c" if opening else "\u201d")
-        elif ch == "'" and ("\u2018" in matched or "\u2019" in matched):
-            if prev.isalnum() and nxt.isalnum():
-                out.append("\u2019")  # apostrophe: don't
-            else:
-                out.append("\u2018" if opening else "\u2019")
-        else:
-            out.append(ch)
-    return "".join(out)
+def style_quotes(new: str, matched: str, old: str) -> tuple[str, list[str]]:
+    """new_string with the file's typographic characters where, and only where, it repeats the
+    text it replaces: a quote, apostrophe or dash of `new` that lines up with one of `old` (the
+    model's old_string, which matched the file's `matched` text only once both were normalised)
+    is written as the file has it there. Anything `new` adds is written as given — code stays
+    code (`d['other']` never becomes `d[‘other’]`) — except that curly characters the model
+    wrote where the file has straight ones are straightened wherever they appear.
+
+    Returns the text and the characters that were changed (for the result to say so)."""
+    out = list(new)
+    changed: list[str] = []
+    lined_up: set[int] = set()
+    for i, j in _lined_up(normalise_quotes(old), normalise_quotes(new)):
+        if new[j] in QUOTE_MAP or new[j] in "'\"-":
+            lined_up.add(j)
+            if matched[i] != new[j]:
+                out[j] = matched[i]
+                changed.append(matched[i])
+    if any(c in QUOTE_MAP and m not in QUOTE_MAP for c, m in zip(old, matched)):
+        for j, ch in enumerate(new):
+            if j not in lined_up and ch in QUOTE_MAP:
+                out[j] = QUOTE_MAP[ch]
+                changed.append(QUOTE_MAP[ch])
+    return "".join(out), changed
+
+
+_ALIGN_CELLS = 4_000_000  # character comparisons one line pair may cost; longer pairs are not aligned
+
+
+def _lined_up(a: str, b: str) -> list[tuple[int, int]]:
+    """(index in a, index in b) of characters the two texts share in place: lines matched first,
+    then characters within each pair of changed lines (bounded, so a huge edit stays cheap)."""
+    la, lb = a.splitlines(keepends=True), b.splitlines(keepends=True)
+    oa = [0]
+    for x in la:
+        oa.append(oa[-1] + len(x))
+    ob = [0]
+    for x in lb:
+        ob.append(ob[-1] + len(x))
+    pairs: list[tuple[int, int]] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, la, lb, autojunk=False).get_opcodes():
+        if tag == "equal":
+            pairs += [(oa[i1] + k, ob[j1] + k) for k in range(oa[i2] - oa[i1])]
+        elif tag == "replace":
+            for x, y in zip(range(i1, i2), range(j1, j2)):
+                if len(la[x]) * len(lb[y]) > _ALIGN_CELLS:
+                    continue
+                for m in difflib.SequenceMatcher(None, la[x], lb[y], autojunk=False).get_matching_blocks():
+                    pairs += [(oa[x] + m.a + k, ob[y] + m.b + k) for k in range(m.size)]
+    return pairs
 
 
 def normalise_quotes_only(s: str) -> str:
@@ -120,21 +153,23 @@ def _splice(text: str, starts: list[int], length: int, new: str | list[str],
 
 
 def _attempts(text: str, old: str, new: str, eol: str):
-    """(needle, replacement, haystack, how) in the order they are tried."""
+    """(needle, replacement, haystack, how, the old_string form the needle was made from) in
+    the order they are tried."""
     # In a CRLF file, new text gets CRLF too (the model writes LF).
     base_new = apply_eol(new, "\r\n") if eol == "\r\n" else new
-    yield old, base_new, text, "exact"
+    yield old, base_new, text, "exact", old
     crlf_file = "\r\n" in text
     if crlf_file and "\n" in old:
-        yield apply_eol(old, "\r\n"), apply_eol(new, "\r\n"), text, "line endings"
+        yield apply_eol(old, "\r\n"), apply_eol(new, "\r\n"), text, "line endings", apply_eol(old, "\r\n")
     norm_text = None
     if _CURLY.search(text) or _CURLY.search(old) or "\u2013" in text or "\u2014" in text or any(
         c in old for c in "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"
     ):
         norm_text = normalise_quotes(text)
-        yield normalise_quotes(old), base_new, norm_text, "quotes"
+        yield normalise_quotes(old), base_new, norm_text, "quotes", old
         if crlf_file and "\n" in old:
-            yield normalise_quotes(apply_eol(old, "\r\n")), apply_eol(new, "\r\n"), norm_text, "quotes"
+            crlf_old = apply_eol(old, "\r\n")
+            yield normalise_quotes(crlf_old), apply_eol(new, "\r\n"), norm_text, "quotes", crlf_old
 
 
 def replace(text: str, old: str, new: str, *, replace_all: bool = False, eol: str = "\n",
@@ -162,7 +197,7 @@ def replace(text: str, old: str, new: str, *, replace_all: bool = False, eol: st
     for cand_old, cand_new, suffix in candidates:
         if cand_old == "":
             continue
-        for needle, replacement, hay, how in _attempts(text, cand_old, cand_new, eol):
+        for needle, replacement, hay, how, source in _attempts(text, cand_old, cand_new, eol):
             starts = _find_all(hay, needle)
             if not starts:
                 continue
@@ -176,19 +211,32 @@ def replace(text: str, old: str, new: str, *, replace_all: bool = False, eol: st
                     "more surrounding lines to old_string so it matches exactly once "
                     f"(the first match is at line {line})."
                 )
-            if how == "quotes":
-                reps = [style_quotes(replacement, text[s:s + len(needle)], cand_old) for s in starts]
-            else:
-                reps = replacement
             if not replace_all:
                 starts = starts[:1]
+            note = None
+            if how == "quotes":
+                styled = [style_quotes(replacement, text[s:s + len(needle)], source) for s in starts]
+                reps = [r for r, _ in styled]
+                note = _styled_note([c for _, changed in styled for c in changed])
+            else:
+                reps = replacement
             if eol == "mixed":
                 reps = [_endings_like(text, s, s + len(needle), r)
                         for s, r in zip(starts, reps if isinstance(reps, list) else [reps] * len(starts))]
             result, end = _splice(text, starts, len(needle), reps, limit)
             label = how if not suffix else (f"{suffix}, {how}" if how != "exact" else suffix)
-            return Applied(result, len(starts), starts[0], end, label)
+            return Applied(result, len(starts), starts[0], end, label, note)
     raise EditError(_not_found_message(text, stripped_old or old))
+
+
+def _styled_note(changed: list[str]) -> str:
+    if not changed:
+        return "new_string was written as given"
+    chars = " ".join(sorted(set(changed)))
+    n = len(changed)
+    return (f"{n} character{'s' if n != 1 else ''} of new_string {'were' if n != 1 else 'was'} written as the "
+            f"file has {'them' if n != 1 else 'it'} where new_string repeats the old text ({chars}); "
+            "the rest of new_string was written as given")
 
 
 def _endings_like(text: str, start: int, end: int, new: str) -> str:

@@ -23,7 +23,8 @@ def describe_outcome(rel: str, outcome: EditOutcome) -> str:
         head = f"The file {rel} has been updated{extra}."
     tolerant = sorted({h for h in outcome.how if h not in ("exact", "fill empty file")})
     if tolerant:
-        head += f" (old_string matched after normalising: {', '.join(tolerant)}.)"
+        head += f" (old_string matched after normalising: {', '.join(tolerant)}"
+        head += f"; {'; '.join(outcome.notes)}.)" if outcome.notes else ".)"
     lo, hi = outcome.region
     return f"{head} Here's the result of running `cat -n` on a snippet of the edited file:\n" + snippet(
         outcome.text, lo, hi, encoding=outcome.fmt.encoding, line_base=outcome.line_base
