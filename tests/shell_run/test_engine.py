@@ -137,3 +137,31 @@ def test_filter_regex_is_checked():
     with pytest.raises(ToolError, match="Invalid filter regex"):
         compile_filter("[")
     assert compile_filter(None) is None and compile_filter("x").search("axb") is not None
+
+
+def test_a_child_tied_to_its_parent_outlives_the_thread_that_asked_for_it(tmp_path):
+    """bwrap --die-with-parent (PR_SET_PDEATHSIG) kills the child when the *thread* that forked
+    it ends: a background command started by an executor worker must not die with the worker."""
+    import ctypes
+    import signal
+    import threading
+
+    from codebelt.shell.execution.tasks import TaskManager
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def wrap(argv, cwd, env):
+        return argv, env, lambda: libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+    manager = TaskManager(tmp_path / "spool", "pdeath-test.", build_env("inherit", [], tmp_path, ""),
+                          wrapper=lambda: wrap)
+    try:
+        started: list[ShellProcess] = []
+        worker = threading.Thread(target=lambda: started.append(manager.spawn("sleep 0.5; echo done", tmp_path, 20)))
+        worker.start()
+        worker.join()
+        [proc] = started
+        assert proc.wait(20)
+        assert proc.outcome.exit_code == 0 and proc.spool_path.read_text() == "done\n"
+    finally:
+        manager.close()

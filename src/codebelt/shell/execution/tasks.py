@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -115,6 +116,7 @@ class TaskManager:
         self._spools = SpoolDir(self.spool_dir)
         self._env = dict(env)
         self._on_task_end = on_task_end
+        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="codebelt-spawn")
 
     def wrapper(self) -> Wrap | None:
         if not self._wrap_loaded:
@@ -153,7 +155,15 @@ class TaskManager:
             self._live.add(proc)
         proc.on_exit.append(self._forget)
         try:
-            proc.start(watch=watch)
+            # Started from the manager's own thread, which lives as long as the session: a child
+            # that dies with its parent (bwrap --die-with-parent sets PR_SET_PDEATHSIG, which
+            # fires when the *thread* that forked it exits) must not die with a short-lived
+            # caller thread, such as an executor worker that served one call.
+            try:
+                started = self._spawner.submit(proc.start, watch)
+            except RuntimeError:  # close() shut the spawner down after the check above
+                raise ShellError("the session is closed; no new commands can start.") from None
+            started.result()
         except BaseException:
             self._forget(proc)
             raise
@@ -253,4 +263,5 @@ class TaskManager:
         for p in procs_all:
             p.cleaned.wait(max(0.1, deadline + self.grace_s + 1 - time.monotonic()))
         procs.sweep_marked(self.marker_prefix, prefix=True)
+        self._spawner.shutdown(wait=False)  # every child is gone: its parent thread may end
         self._spools.close()
