@@ -82,6 +82,8 @@ def load_image(
     except MediaError:
         raise
     except Exception as e:  # Pillow raises many types for corrupt input
+        if type(e).__name__ == "UnidentifiedImageError":  # its message names an in-memory object
+            raise MediaError("cannot decode the image: its content is not a PNG, JPEG, GIF or WebP image") from None
         raise MediaError(f"cannot decode the image ({type(e).__name__}: {e})") from None
 
 

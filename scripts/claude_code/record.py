@@ -1,0 +1,210 @@
+"""Record what the real Claude Code returns for every compatibility case.
+
+    python scripts/claude_code/record.py                 # every case, the pinned version
+    python scripts/claude_code/record.py --only 'read/*' # some cases (others keep their goldens)
+    python scripts/claude_code/record.py --version 2.1.400   # re-pin and re-record everything
+
+The pinned version (tests/fixtures/claude_code/VERSION) is installed from the npm registry into
+a cache directory (`npm install --prefix`; the native binary is an optional dependency). Each
+case runs `claude -p` in a fresh workspace built from tests/fixtures/claude_code/workspaces.json
+(fixed mtimes) with its own config dir, HOME and TMPDIR, against the scripted Messages API of
+mock_api.py on 127.0.0.1: the calls of the case are sent one per turn, and the tool_result
+Claude Code builds for each is recorded — normalised as tests/compat/harness.py describes — in
+tests/fixtures/claude_code/goldens/<group>.json, with what the calls changed in the workspace.
+The tool definitions Claude Code sends (descriptions, input schemas) go to tools.json.
+
+How Claude Code runs here, so that results are deterministic:
+- `--dangerously-skip-permissions` (bypassPermissions, which needs IS_SANDBOX=1 as root): no
+  call is ever asked about, so a result is the tool's own text;
+- `--allowedTools Glob,Grep`: Claude Code leaves its Glob and Grep tools out of the default set
+  (the model is pointed at search through Bash) unless they are allowed by name;
+- an empty CLAUDE_CONFIG_DIR and HOME per case (no user settings, memory or history), no
+  auto-updater, no non-essential traffic, no session persistence, ENABLE_TOOL_SEARCH=false
+  (every tool's definition is sent up front), LANG=C.UTF-8 and TZ=UTC;
+- the workspace is the cwd, and TMPDIR a per-case directory (task output files live there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from mock_api import PROMPT, MockMessagesAPI, Recording  # noqa: E402
+
+from tests.compat import harness  # noqa: E402
+
+PACKAGE = "@anthropic-ai/claude-code"
+# The tools codebelt implements: their definitions are kept in tools.json.
+TOOLS_KEPT = ("Bash", "Edit", "Glob", "Grep", "NotebookEdit", "Read", "TaskStop", "Write")
+RUN_TIMEOUT_S = int(os.environ.get("CC_RECORD_TIMEOUT", "180"))
+
+
+def default_cache() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return Path(base) / "codebelt" / "claude-code"
+
+
+def install(version: str, cache: Path) -> Path:
+    """The `claude` binary of `version`, installed into the cache on first use."""
+    prefix = cache / version
+    binary = prefix / "node_modules" / ".bin" / "claude"
+    if binary.exists():
+        return binary
+    prefix.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix), f"{PACKAGE}@{version}"],
+                   check=True)
+    got = subprocess.run([str(binary), "--version"], capture_output=True, text=True, check=True).stdout
+    if not got.startswith(version):
+        raise SystemExit(f"installed Claude Code says {got.strip()!r}, expected {version}")
+    return binary
+
+
+def _env(base: Path, api: str) -> dict[str, str]:
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(base / "home"),
+        "CLAUDE_CONFIG_DIR": str(base / "config"),
+        "TMPDIR": str(base / "tmp"),
+        "LANG": "C.UTF-8",
+        "TZ": "UTC",
+        "ANTHROPIC_BASE_URL": api,
+        "ANTHROPIC_API_KEY": "sk-ant-mock-recording",
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "IS_SANDBOX": "1",
+        "ENABLE_TOOL_SEARCH": "false",
+    }
+
+
+def record_case(binary: Path, case: harness.Case, keep: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    base = Path(tempfile.mkdtemp(prefix="cc-record-"))  # the workspace and everything private to the run
+    ws = base / "ws"
+    for d in ("home", "config", "tmp"):
+        (base / d).mkdir()
+    harness.build_workspace(case.workspace, ws)
+    ws_path = str(ws)
+    before = harness.snapshot(ws)
+    tasks = harness.Placeholders((str(base),))
+    steps = [[(tool, data)] for tool, data in case.calls]
+
+    def resolve(step: int, turn: list, recording: Recording) -> list:
+        for k in range(step):  # learn task ids from every reply so far, in order
+            for block in recording.replies.get(k, []):
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    content = block.get("content")
+                    texts = [content] if isinstance(content, str) else [
+                        b.get("text", "") for b in content or [] if isinstance(b, dict)]
+                    for t in texts:
+                        tasks.learn(t)
+        return [(name, harness.substitute(data, ws_path, tasks)) for name, data in turn]
+
+    started = time.monotonic()
+    with MockMessagesAPI(steps, resolve) as api:
+        proc = subprocess.Popen(
+            [str(binary), "-p", PROMPT, "--dangerously-skip-permissions", "--output-format", "stream-json",
+             "--verbose", "--allowedTools", "Glob,Grep", "--no-session-persistence"],
+            cwd=ws, env=_env(base, api.base_url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+        try:
+            stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            stdout, stderr = proc.communicate()
+            stderr += f"\n[recorder: killed after {RUN_TIMEOUT_S} s]"
+        try:  # nothing Claude Code started outlives the case
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        recording = api.recording
+    if keep:
+        (base / "stream.jsonl").write_text(stdout)
+        (base / "stderr.txt").write_text(stderr)
+    tasks = harness.Placeholders((str(base),))
+    calls = []
+    for i, (tool, data) in enumerate(case.calls):
+        sent = recording.sent.get(i)
+        entry: dict[str, Any] = {"tool": tool, "input": data}
+        reply = recording.replies.get(i)
+        if sent is None or reply is None:
+            entry["missing"] = f"no reply (claude exit code {proc.returncode}): {stderr.strip()[-500:]}"
+        else:
+            entry.update(harness.result_of(reply, ws_path, tasks))
+        calls.append(entry)
+    out: dict[str, Any] = {"calls": calls, "files": harness.normalise_files(harness.changes(ws, before), ws_path, tasks)}
+    if recording.trailing:
+        out["after"] = [[harness.normalise_block(b, ws_path, tasks) for b in reply] for reply in recording.trailing]
+    out["seconds"] = round(time.monotonic() - started, 1)
+    if not keep:
+        shutil.rmtree(base, ignore_errors=True)
+    else:
+        out["kept"] = str(base)
+    return out, recording.tools
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", help="Claude Code version to install and record (re-pins VERSION)")
+    parser.add_argument("--cache", type=Path, default=default_cache(), help="where Claude Code versions are installed")
+    parser.add_argument("--only", action="append", help="record only cases whose group/id matches (fnmatch)")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--keep", action="store_true", help="keep each case's directory (stream-json, stderr)")
+    args = parser.parse_args(argv)
+
+    version = args.version or harness.VERSION_FILE.read_text().strip()
+    binary = install(version, args.cache)
+    cases = harness.load_cases()
+    if args.only:
+        cases = [c for c in cases if any(fnmatch.fnmatch(c.id, p) for p in args.only)]
+    print(f"Claude Code {version}: recording {len(cases)} cases with {args.jobs} jobs", file=sys.stderr)
+
+    results: dict[str, dict[str, Any]] = {}
+    tools: list[dict[str, Any]] = []
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = {pool.submit(record_case, binary, c, args.keep): c for c in cases}
+        for fut, case in futures.items():
+            out, case_tools = fut.result()
+            results[case.id] = out
+            tools = tools or case_tools
+            missing = sum(1 for c in out["calls"] if "missing" in c)
+            print(f"  {case.id}: {out['seconds']}s{' — MISSING ' + str(missing) if missing else ''}", file=sys.stderr)
+
+    harness.GOLDENS_DIR.mkdir(parents=True, exist_ok=True)
+    for group in sorted({c.group for c in cases}):
+        path = harness.golden_path(group)
+        kept = json.loads(path.read_text())["cases"] if path.exists() and args.only else {}
+        known = {c.name for c in harness.load_cases([group])}
+        merged = {k: v for k, v in kept.items() if k in known}
+        for c in cases:
+            if c.group == group:
+                entry = dict(results[c.id])
+                entry.pop("seconds", None)
+                merged[c.name] = entry
+        doc = {"claude_code": version, "cases": dict(sorted(merged.items()))}
+        path.write_text(json.dumps(doc, indent=1, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
+    if tools:
+        kept_tools = {t["name"]: {"description": t.get("description"), "input_schema": t.get("input_schema")}
+                      for t in tools if t.get("name") in TOOLS_KEPT}
+        doc = {"claude_code": version, "all_tools": sorted(t.get("name") for t in tools), "tools": kept_tools}
+        harness.TOOLS_FILE.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    harness.VERSION_FILE.write_text(version + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
