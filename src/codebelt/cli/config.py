@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..settings import json_schema, load_settings
+from ..shell.execution.environment import removed_variables
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
         "settings": settings.to_json(),
         "sources": {key: settings.source_of(key) for key, _ in settings.leaves() if key not in _RULE_KEYS},
         "rules": [{"behavior": r.behavior, "rule": r.text, "source": r.source} for r in settings.rules],
+        # names only, never values: what commands will not see, and whether the name or the value said so
+        "environment": {"policy": settings.bash.env,
+                        "removed": removed_variables(allow=settings.bash.env_allow)},
     }
     if args.json:
         json.dump(report, sys.stdout, indent=2, ensure_ascii=False)
@@ -98,6 +102,11 @@ def _text(settings, report: dict[str, Any]) -> str:
             what = h["command"] or h["url"]
             state = "" if h["runs"] else f"  [not run: {h['why']}]"
             lines.append(f"  {h['event']:<18} {h['matcher'] or '*':<12} {what}    ({h['source']}){state}")
+    removed = report["environment"]["removed"]
+    lines.append(f"commands' environment ({report['environment']['policy']}): "
+                 + (f"{len(removed)} variable(s) that look secret are removed (bash.envAllow passes one on):"
+                    if removed else "no variable here looks secret"))
+    lines += [f"  {name}  (by its {why})" for name, why in removed.items()]
     lines.append("settings:")
     width = max(len(k) for k in report["sources"])
     for key, value in settings.leaves():

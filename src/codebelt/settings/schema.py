@@ -106,8 +106,12 @@ class SandboxSettings(Section):
 
 class BashSettings(Section):
     env: Literal["inherit", "clean"] = setting(
-        "inherit", "inherit: commands get codebelt's environment; clean: only a minimal set plus envAllow.")
-    env_allow: list[str] = setting([], "Variables (globs allowed) kept under env: clean.")
+        "inherit", "inherit: commands get codebelt's environment; clean: only a minimal set plus envAllow. "
+        "Either way, variables that look secret (names with KEY, SECRET, TOKEN, PASSWORD, AUTH …, or "
+        "values holding a credential) are removed unless envAllow names them.")
+    env_allow: list[str] = setting(
+        [], "Variables (names or globs) passed on to commands even when they look secret; under env: "
+        "clean, also kept. Only from the user's own settings.")
     default_timeout_ms: int = setting(120_000, "Timeout of a foreground command when the call gives none.", gt=0, workspace=LOWER)
     max_timeout_ms: int = setting(600_000, "Largest timeout a call may ask for.", gt=0, workspace=LOWER)
     background_timeout_ms: int = setting(0, "Timeout of a background command when the call gives none (0: none).", ge=0,

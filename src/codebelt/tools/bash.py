@@ -21,6 +21,7 @@ from ..sandbox.protected import env_files, remove_new_env_files
 from ..shell.analysis.parse import Script, parse
 from ..shell.analysis.patch_call import PatchInvocation, find_invocation
 from ..shell.execution.cwd import ShellCwd
+from ..shell.execution.environment import secret_references
 from ..shell.execution.foreground import wait_foreground
 from ..shell.execution.runner import Outcome, ShellProcess
 from ..shell.execution.spool import Progress, render
@@ -156,6 +157,18 @@ def _jail(ctx: ToolContext):
         return ctx.service(sandbox).jail_wrapper(ctx.permissions.read_denied_paths())
     except Exception:  # noqa: BLE001 - no jail: the decision already required an exact verdict
         return None
+
+
+def _secret_note(command: str, ctx: ToolContext) -> str | None:
+    """When the command reads a variable whose name looks secret: say why it is empty. Decided
+    from the command's text and the naming rule alone, so it tells nothing about which variables
+    codebelt itself has."""
+    names = secret_references(command, ctx.settings.bash.env_allow)
+    if not names:
+        return None
+    shown = ", ".join(f"${n}" for n in names[:5]) + (" …" if len(names) > 5 else "")
+    return (f"Commands never see {shown}, set or not: variables whose names look like secrets are not passed "
+            "to commands. If the task needs one, ask the user to pass it on with bash.envAllow in their own settings.")
 
 
 _JAIL_DENIED = re.compile(r"Permission denied|Read-only file system|Operation not permitted|"
@@ -367,6 +380,7 @@ class Bash(Tool):
                             or _sandbox_note(rendered.text[-4000:], out.exit_code, ctx))
             if sandbox_note:
                 notes.append(sandbox_note)
+        notes += filter(None, [_secret_note(params.command, ctx)])
         parts = [rendered.text] if rendered.text else []
         parts += _status_lines(out, timeout_ms)
         parts += notes

@@ -30,6 +30,7 @@ from typing import Callable, Mapping
 
 from ...errors import ShellError
 from . import procs
+from .environment import scrubbed_environ
 
 # (argv, cwd, env) → (argv, env, preexec_fn[, cleanup]): how the sandbox wraps a command; the
 # optional cleanup runs once bash has exited (the read-only jail removes its scratch directory).
@@ -62,15 +63,15 @@ def find_bash() -> str:
 
 def build_env(policy: str, allow: list[str], temp_dir: Path, marker: str,
               base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The command's environment. `inherit`: ours; `clean`: a short list plus `allow` (globs).
-    Always: TMPDIR is the session's temp dir, and the process marker is set."""
+    """The command's environment. `inherit`: ours; `clean`: a short list plus `allow`. Either
+    way, variables that look secret are left out unless `allow` (names or globs) names them
+    (environment.py). Always: TMPDIR is the session's temp dir, and the process marker is set."""
     source = dict(os.environ if base is None else base)
     if policy == "clean":
         keep = (*CLEAN_ENV_KEEP, *allow)
-        env = {k: v for k, v in source.items() if any(fnmatch.fnmatchcase(k, p) for p in keep)}
-        env.setdefault("PATH", os.defpath)
-    else:
-        env = source
+        source = {k: v for k, v in source.items() if any(fnmatch.fnmatchcase(k, p) for p in keep)}
+    env = scrubbed_environ(source, allow)
+    env.setdefault("PATH", os.defpath)
     env.pop(procs.MARKER_VAR, None)
     env["TMPDIR"] = str(temp_dir)
     env[procs.MARKER_VAR] = marker

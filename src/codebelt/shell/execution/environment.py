@@ -1,0 +1,124 @@
+"""The environment of every program codebelt starts for the model: its own, less what looks secret.
+
+An API key in the agent's environment would otherwise reach the model through `printenv`, `env`,
+`echo $OPENAI_API_KEY` or `cat /proc/self/environ` — read-only commands, run without asking. So a
+variable is removed when its name looks like a secret's, or its value does:
+
+- names holding KEY, SECRET, TOKEN, PASSWORD, PASSWD, PASSPHRASE, CREDENTIAL, PRIVATE, WEBHOOK,
+  COOKIE or JWT anywhere, case-insensitively (Codex's default excludes are `*KEY*`, `*SECRET*`,
+  `*TOKEN*`; these add the other usual spellings), and AUTH (OAUTH, AUTHORIZATION, SSH_AUTH_SOCK)
+  except in AUTHOR and AUTHORITY (GIT_AUTHOR_NAME, XAUTHORITY are not secrets);
+- names with PASS, PWD, PW, CREDS, DSN, SESSION or SALT as a whole `_`-separated part (MYSQL_PWD,
+  SENTRY_DSN, BW_SESSION; not PWD or OLDPWD, not COMPASS_HOME);
+- Kerberos' credential cache and keytab (KRB5CCNAME, KRB5_KTNAME);
+- values that carry a credential whatever the name: a URL with a password
+  (`postgres://user:pw@host`), a connection string with `Password=`/`AccountKey=`, a private
+  key block, or a token in a well-known format (GitHub, GitLab, Slack, OpenAI/Anthropic, AWS key
+  ids, Google API keys, npm, PyPI, Hugging Face, JWTs).
+
+Prefixes that are secret by convention (AWS_, AZURE_, GOOGLE_, GITHUB_, ARM_, VAULT_) need no
+rule of their own: their secret members carry one of the words (AWS_SECRET_ACCESS_KEY,
+AWS_SESSION_TOKEN, AZURE_CLIENT_SECRET, VAULT_TOKEN) and the rest are names of regions, profiles
+and tenants a build may need.
+
+`allow` (the user's `bash.envAllow`: names or globs, case-sensitive) passes a variable on even
+when it looks secret. Nothing here decides what a command may do; it only decides what it sees.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from typing import Iterable, Mapping
+
+_SECRET_NAME = re.compile(
+    r"""
+      KEY | SECRET | TOKEN | PASSWORD | PASSWD | PASSPHRASE | CREDENTIAL | PRIVATE | WEBHOOK
+    | COOKIE | JWT
+    | AUTH(?!OR(?!IZ))
+    | (?:^|_) (?:PASS|PWD|PW|CREDS|DSN|SESSION|SALT) (?:_|$)
+    | ^KRB5CCNAME$ | ^KRB5_KTNAME$
+    """,
+    re.X | re.I,
+)
+# Names the shell itself keeps up to date; they hold directories, never secrets.
+_NEVER_SECRET = frozenset({"PWD", "OLDPWD"})
+
+_SECRET_VALUE = re.compile(
+    r"""
+      [A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@          # scheme://user:password@host
+    | (?i:(?:password|pwd|accountkey|sharedaccesskey|sharedaccesssignature)\s*=\s*[^;\s]+)
+    | -----BEGIN\ [A-Z0-9 ]*PRIVATE\ KEY-----
+    | \bgh[pousr]_[A-Za-z0-9]{20,} | \bgithub_pat_[A-Za-z0-9_]{20,}
+    | \bglpat-[A-Za-z0-9_-]{20,}
+    | \bxox[abposr]-[A-Za-z0-9-]{10,}
+    | \bsk-[A-Za-z0-9_-]{20,} | \b[rs]k_live_[A-Za-z0-9]{20,}
+    | \b(?:AKIA|ASIA)[0-9A-Z]{16}\b
+    | \bAIza[0-9A-Za-z_-]{35}
+    | \bnpm_[A-Za-z0-9]{36}
+    | \bpypi-AgE[A-Za-z0-9_-]{20,}
+    | \bhf_[A-Za-z0-9]{30,}
+    | \beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.
+    """,
+    re.X,
+)
+
+
+def secret_reason(name: str, value: str = "") -> str | None:
+    """Why a variable is kept from commands ("name" or "value"), or None when it is not."""
+    if name in _NEVER_SECRET:
+        return None
+    if _SECRET_NAME.search(name):
+        return "name"
+    if _SECRET_VALUE.search(value):
+        return "value"
+    return None
+
+
+def is_allowed(name: str, allow: Iterable[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in allow)
+
+
+def scrubbed_environ(base: Mapping[str, str] | None = None, allow: Iterable[str] = ()) -> dict[str, str]:
+    """`base` (default: this process's environment) without the variables that look secret,
+    except those `allow` names (globs). What every program started for the model should get:
+    shell commands, and the helpers (language servers, ripgrep) that may run workspace code."""
+    source = os.environ if base is None else base
+    allow = tuple(allow)
+    return {k: v for k, v in source.items()
+            if secret_reason(k, v) is None or is_allowed(k, allow)}
+
+
+def removed_variables(base: Mapping[str, str] | None = None, allow: Iterable[str] = ()) -> dict[str, str]:
+    """{name: why} of the variables `scrubbed_environ` leaves out (for `codebelt config`; never
+    the values)."""
+    source = os.environ if base is None else base
+    allow = tuple(allow)
+    out = {}
+    for k, v in source.items():
+        why = secret_reason(k, v)
+        if why is not None and not is_allowed(k, allow):
+            out[k] = why
+    return dict(sorted(out.items()))
+
+
+_REFERENCE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)|\bprintenv\s+([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def secret_references(command: str, allow: Iterable[str] = ()) -> list[str]:
+    """Secret-looking variable names a command reads (`$OPENAI_API_KEY`, `printenv GH_TOKEN`) and
+    does not set itself. Decided from the command text and the naming rule alone — never from
+    this process's environment — so telling the model about them reveals nothing it did not
+    write."""
+    allow = tuple(allow)
+    found: list[str] = []
+    for m in _REFERENCE.finditer(command):
+        name = m.group(1) or m.group(2)
+        if (name not in found and _SECRET_NAME.search(name) and name not in _NEVER_SECRET
+                and not is_allowed(name, allow) and not re.search(rf"(?:^|[\s;&|(]){re.escape(name)}=", command)):
+            found.append(name)
+    return found
+
+
+__all__ = ["is_allowed", "removed_variables", "scrubbed_environ", "secret_reason", "secret_references"]
