@@ -26,14 +26,15 @@ def unescape(text: str) -> str:
     return _ESCAPES.sub(repl, text)
 
 
-def load_table(name: str = "commands.tsv") -> list[tuple[str, str, str]]:
+def load_table(name: str = "commands.tsv", columns: int = 3) -> list[tuple[str, ...]]:
+    """Rows of a fixture table: the command (escapes decoded), then the other columns as written."""
     rows = []
     for n, line in enumerate((FIXTURES / name).read_text(encoding="utf-8").split("\n"), 1):
         if not line.strip() or line.startswith("#"):
             continue
         parts = line.split("\t")
-        assert len(parts) == 3, f"{name}:{n}: expected 3 tab-separated columns, got {len(parts)}"
-        rows.append((unescape(parts[0]), parts[1], parts[2]))
+        assert len(parts) == columns, f"{name}:{n}: expected {columns} tab-separated columns, got {len(parts)}"
+        rows.append((unescape(parts[0]), *parts[1:]))
     return rows
 
 

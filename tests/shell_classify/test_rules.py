@@ -75,6 +75,19 @@ CASES = [
     (P(deny=["Read(*.env)"]), "default", "rg main src", "ask", "Read(*.env)"),  # a bare pattern: anywhere
     (P(deny=["Read(./a.py)"]), "default", "rg --files", "allow", "read-only"),  # names, not contents
     (P(deny=["Read(./a.py)"]), "default", "grep main README.md", "allow", "read-only"),
+    # git's object store: old versions of denied files (the table is tests/fixtures/git_objects.tsv)
+    (P(deny=["Read(./old.env)"]), "default", "git show HEAD:old.env", "ask", "Read(./old.env)"),  # only in history
+    (P(deny=["Read(./old.env)"]), "default", "git blame HEAD~1 -- old.env", "ask", "Read(./old.env)"),
+    (P(deny=["Read(./old.env)"]), "default", "git log -p -- old.env", "ask", "Read(./old.env)"),
+    (P(deny=["Read(./old.env)"]), "default", "git log -p -- src", "allow", "read-only"),
+    (P(deny=["Read(*.env)"]), "default", "git log -p -- src", "ask", "Read(*.env)"),  # a bare pattern: anywhere
+    (P(deny=["Read(*.env)"]), "default", "git show HEAD:src/main.py", "ask", "Read(*.env)"),  # could be a directory
+    (P(deny=["Read(./src/**)"]), "default", "git show HEAD:src/main.py", "ask", "Read(./src/**)"),
+    (P(deny=["Read(./src/**)"]), "default", "git diff -- README.md", "allow", "read-only"),
+    (P(deny=["Read(//etc/**)"]), "default", "git log -p", "allow", "read-only"),  # no rule within the repository
+    (P(deny=["Read(./old.env)"], allow=["Bash(git log *)"]), "default", "git log -p", "ask", "Read(./old.env)"),
+    (P(deny=["Read(./old.env)"]), "bypassPermissions", "git log -p", "ask", "Read(./old.env)"),
+    (P(deny=["Read(./old.env)"]), "dontAsk", "git log -p", "deny", "Read(./old.env)"),
     # `bash -lc SCRIPT` is judged by its script, rules included
     (P(deny=["Bash(git push *)"]), "bypassPermissions", "bash -lc 'git push origin main'", "deny", "rule"),
     (P(allow=["Bash(npm test)"]), "default", "bash -lc 'npm test'", "allow", "rule"),

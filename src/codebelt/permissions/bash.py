@@ -28,7 +28,7 @@ from .requests import CommandRequest, PathRequest
 from .rules import Rule, RuleSet
 
 if TYPE_CHECKING:
-    from ..shell.analysis.analyze import Analysis, CommandVerdict
+    from ..shell.analysis.analyze import Analysis, CommandVerdict, ObjectRead
     from ..workspace import Workspace
 
 
@@ -86,9 +86,10 @@ def decide_analysis(engine: CommandPolicy, a: "Analysis") -> Decision:
     if not decisions:
         return Decision.allow("allowed: empty command", "read-only")
     for behavior in ("deny", "ask"):
-        for d in decisions:
-            if d.behavior == behavior:
-                return d
+        # a rule that decided is the most useful thing to name (`cat x | … ` asking because of
+        # Read(./.env) rather than because the other parts then run outside the jail)
+        for d in sorted((d for d in decisions if d.behavior == behavior), key=lambda d: d.decided_by != "rule"):
+            return d
     if all(d.decided_by == "read-only" for d in decisions):
         return Decision.allow("allowed: read-only command", "read-only")
     return next((d for d in decisions if d.decided_by != "read-only"), decisions[0])
@@ -175,6 +176,17 @@ def _path_decisions(engine: CommandPolicy, v: "CommandVerdict") -> list[Decision
                 f"{rule.text} ({rule.source or 'settings'}) denies reading some", "rule", rule=rule.text,
                 source=rule.source or None,
                 suggestion="search with Grep (it leaves denied files out), or name the files to read"))
+    for o in v.object_reads:
+        rule = _object_read_rule(engine, o)
+        if rule is not None:
+            where = ("the repository's files" if o.paths is None
+                     else ", ".join(engine.workspace.relative(p) for p in o.paths[:3]) + (" …" if len(o.paths) > 3 else ""))
+            out.append(Decision.ask(
+                f"{o.reason}, and git's object store keeps every committed, staged and stashed version of {where}; "
+                f"the rule {rule.text} ({rule.source or 'settings'}) denies reading some of them",
+                "rule", rule=rule.text, source=rule.source or None,
+                suggestion="limit it to paths no Read deny rule covers (`git diff -- src/`, `git show HEAD:src/x.py`), "
+                           "or print names and numbers only (`--stat`, `--name-only`)"))
     sandboxed = None
     for access, paths in (("write", v.writes), ("read", v.reads)):
         for p in paths:
@@ -192,6 +204,18 @@ def _path_decisions(engine: CommandPolicy, v: "CommandVerdict") -> list[Decision
                              d.decided_by, d.rule, d.source, d.suggestion)
             out.append(d)
     return out
+
+
+def _object_read_rule(engine: CommandPolicy, o: "ObjectRead") -> Rule | None:
+    """A Read deny rule that could match a file whose old versions the command can print: one
+    under (or above) a path its output is limited to, else one anywhere in the repository.
+    Whether a denied file really is in the history is not looked up: a rule that could match a
+    tracked path is enough (history rewrites, stashes and the index all keep copies)."""
+    for p in ([o.top] if o.paths is None else o.paths):
+        rule = engine.rules.read_deny_under(p)
+        if rule is not None:
+            return rule
+    return None
 
 
 _META = r"[^;&|\n`$()<>]*"

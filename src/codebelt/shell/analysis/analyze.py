@@ -18,6 +18,8 @@ from pathlib import Path
 
 from . import danger as _danger
 from .parse import Script, SimpleCommand, parse, word_value
+from .git_objects import git_object_reads
+from .programs import NAMES_ONLY
 from .readonly import classify_argv, command_name, dangerous_env, parse_git, unwrap
 
 MAX_COMMAND_CHARS = 10_000  # longer commands always ask: too long to review
@@ -57,6 +59,18 @@ def _may_be_git_dir(p: Path) -> bool:
 
 
 @dataclass
+class ObjectRead:
+    """A command that can print contents of git's object store — every committed, staged or
+    stashed version of the repository's files, those a Read deny rule covers included.
+    `paths`: what its output is limited to (None: any file of the repository whose working
+    tree is `top`)."""
+
+    reason: str
+    paths: list[Path] | None
+    top: Path
+
+
+@dataclass
 class CommandVerdict:
     argv: list[str]
     rule_text: str  # argv without assignments and wrappers, joined by spaces: what rules match
@@ -85,6 +99,8 @@ class CommandVerdict:
     recursive_reads: list[Path] = field(default_factory=list)
     # The program's verdict is exact (programs.EXACT_PROGRAMS): it needs no OS jail behind it.
     exact: bool = False
+    # `git show HEAD:.env`, `git log -p`, `cat .git/objects/…`: contents of git's object store
+    object_reads: list[ObjectRead] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {
@@ -201,6 +217,7 @@ class _Walker:
         self.env_tainted: str | None = None
         self._dash_names: dict[Path, list[str]] = {}
         self._resolved: dict[tuple[Path, str], Path] = {}
+        self._bare: dict[Path, bool] = {}  # directories git would take for a bare repository
         # Over 10,000 characters the command asks anyway: files it reads cannot change that.
         self.skip_reads = False
         self.prev_op = ""  # the operator before the command being looked at
@@ -216,6 +233,10 @@ class _Walker:
                 if problem:
                     v.read_only = v.argv_read_only = False
                     v.reason = problem
+                elif not self.skip_reads and command_name(v.unwrapped[0] if v.unwrapped else "") not in NAMES_ONLY:
+                    # `find . | xargs cat`: the names listed can be any file of the workspace,
+                    # those a Read deny rule covers included
+                    v.recursive_reads = [*v.recursive_reads, *self.ws.roots]
             out.append(v)
             if c.op not in ("|", "|&"):
                 seg_start = i + 1
@@ -316,6 +337,8 @@ class _Walker:
             problem = self._git(u.argv)
             if problem:
                 return problem
+            if not self.skip_reads:
+                self._git_objects(u.argv, v)
             # `git diff --no-index /etc/shadow x`, `git blame --contents ~/x`: paths outside
             # (also relative names of links: `git diff --no-index link-to-etc/passwd x`)
             for a in u.argv[1:]:
@@ -346,6 +369,8 @@ class _Walker:
                 v.reads.append(self.resolve(os.path.expanduser(value)))
         if not self.skip_reads:
             v.recursive_reads = self._recursive_reads(u.argv, v.reads)
+            if name not in NAMES_ONLY and name != "git":
+                self._store_reads(name, v)
         if verdict.follows_links and not self.skip_reads:
             problem = self._follow_links(v)
             if problem:
@@ -367,11 +392,56 @@ class _Walker:
                 return []  # names, not contents
             files_only = reads and not dirs
             return [] if files_only else (dirs or [self.cwd])
-        if name == "git" and "grep" in args:
-            return [self.cwd]
         if name == "diff":
             return dirs
         return []
+
+    def _git_objects(self, argv: list[str], v: CommandVerdict) -> None:
+        """What of git's object store this git command can print (git_objects), as paths."""
+        _, _, cdir, _ = parse_git(argv)
+        where = self.resolve(cdir) if cdir is not None else self.cwd
+        top = _worktree_top(where)
+
+        def is_path(word: str) -> bool:
+            try:
+                return os.path.lexists(os.path.join(where, word))
+            except (OSError, ValueError):
+                return False
+
+        found = git_object_reads(argv, is_path)
+        if found is None:
+            return
+        paths = None if found.paths is None else [
+            Path(os.path.normpath(os.path.join(where if base == "cwd" else top, p))) for base, p in found.paths]
+        v.object_reads.append(ObjectRead(found.reason, paths, top))
+
+    def _store_reads(self, name: str, v: CommandVerdict) -> None:
+        """`cat .git/objects/…`, `grep -r x .git`: files in a git directory hold every committed
+        version of the repository's files (compressed in objects and packs, plain in rebase and
+        rerere state); a reader of their bytes is a reader of those."""
+        for p in [*v.reads, *v.recursive_reads]:
+            top = self._store_top(p)
+            if top is not None:
+                v.object_reads.append(ObjectRead(
+                    f"`{name}` reads {self.ws.relative(p)}, inside a git directory", None, top))
+                return
+
+    def _store_top(self, path: Path) -> Path | None:
+        """The working tree whose git directory holds `path`: the parent of a `.git` component,
+        or for a bare repository inside the workspace the workspace root (its history could be
+        any copy of the workspace's)."""
+        parts = path.parts
+        for i, part in enumerate(parts):
+            if part.casefold() == ".git":
+                return Path(*parts[:i]) if i else Path("/")
+        p = path
+        while self.ws.is_inside(p) and p not in self.ws.roots:
+            if p not in self._bare:
+                self._bare[p] = _may_be_git_dir(p)
+            if self._bare[p]:
+                return next((r for r in self.ws.roots if r == p or r in p.parents), self.ws.root)
+            p = p.parent
+        return None
 
     def _names_file(self, value: str) -> bool:
         """Does an option value or operand name a file? (path-like, or an existing name)"""
@@ -545,6 +615,18 @@ class _Walker:
                 names = []
             self._dash_names[self.cwd] = names
         return any(fnmatch.fnmatchcase(n, first) for n in names)
+
+
+def _worktree_top(start: Path) -> Path:
+    """The top of the working tree git finds from `start` (the first directory upward holding a
+    `.git`), or `start` itself when there is none."""
+    p = start
+    while True:
+        if os.path.lexists(p / ".git"):
+            return p
+        if p.parent == p:
+            return start
+        p = p.parent
 
 
 def _glob_too_costly(pattern: str) -> bool:

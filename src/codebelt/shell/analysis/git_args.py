@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from .options import any_long, long_is, scan
 from .verdict import Verdict, no
 
@@ -20,37 +22,51 @@ _GIT_BANNED_LONG = ("output", "ext-diff", "textconv", "open-files-in-pager", "pa
 
 def parse_git(argv: list[str]) -> tuple[list[str], str | None, str | None, str | None]:
     """(global options, subcommand, -C dir, problem) for `git …` argv (argv[0] is git)."""
+    globals_, sub, cdir, problem, _ = parse_git_at(argv)
+    return globals_, sub, cdir, problem
+
+
+def git_subcommand_args(argv: list[str]) -> list[str]:
+    """The words after git's subcommand (by position: a `-C` value may equal the subcommand)."""
+    _, sub, _, _, at = parse_git_at(argv)
+    return argv[at + 1:] if sub is not None else []
+
+
+def parse_git_at(argv: list[str]) -> tuple[list[str], str | None, str | None, str | None, int]:
+    """parse_git, and the index of the subcommand in argv."""
     globals_: list[str] = []
     i = 1
     cdir = None
     while i < len(argv):
         a = argv[i]
         if not a.startswith("-") or a == "-":
-            return globals_, a, cdir, None
+            return globals_, a, cdir, None, i
         globals_.append(a)
         if a == "-c":
-            return globals_, None, cdir, "`git -c` sets configuration that can run programs (core.pager, diff drivers …)"
+            return globals_, None, cdir, "`git -c` sets configuration that can run programs (core.pager, diff drivers …)", i
         if a.startswith("-c") and len(a) > 2:
-            return globals_, None, cdir, "`git -c` sets configuration that can run programs"
+            return globals_, None, cdir, "`git -c` sets configuration that can run programs", i
         if a in ("-p", "--paginate"):
-            return globals_, None, cdir, "`git --paginate` runs the configured pager"
+            return globals_, None, cdir, "`git --paginate` runs the configured pager", i
         if a.startswith("--") and len(a) > 3 and "bare".startswith(a[2:]):
             # the current directory becomes the repository: its config is whatever is there
-            return globals_, None, cdir, "`git --bare` uses the current directory as the repository (and its config)"
-        if a == "-C":
-            i += 1
-            cdir = argv[i] if i < len(argv) else None
-        elif a.startswith("-C"):
-            cdir = a[2:]
+            return globals_, None, cdir, "`git --bare` uses the current directory as the repository (and its config)", i
+        if a == "-C" or a.startswith("-C"):
+            if a == "-C":
+                i += 1
+            given = a[2:] if a != "-C" else (argv[i] if i < len(argv) else "")
+            # each later relative -C is taken from the one before (`-C .. -C x` is ../x)
+            if given:
+                cdir = given if cdir is None or given.startswith("/") else os.path.join(cdir, given)
         elif a.startswith("--"):
             name, eq, _ = a[2:].partition("=")
             bad = any_long(name, _GIT_GLOBAL_BANNED)
             if bad:
-                return globals_, None, cdir, f"`git --{bad}` can point git at configuration or programs we cannot see"
+                return globals_, None, cdir, f"`git --{bad}` can point git at configuration or programs we cannot see", i
             if not eq and any_long(name, _GIT_GLOBAL_ARG):
                 i += 1
         i += 1
-    return globals_, None, cdir, None
+    return globals_, None, cdir, None, i
 
 
 def git_verdict(argv: list[str]) -> Verdict:
@@ -61,7 +77,7 @@ def git_verdict(argv: list[str]) -> Verdict:
         return no("`git` without a subcommand")
     if sub not in _GIT_RO_SUBCOMMANDS:
         return no(f"`git {sub}` is not read-only")
-    args = argv[argv.index(sub) + 1:]
+    args = git_subcommand_args(argv)
     opts = scan(args, "", ())
     for o in opts:
         if o.kind == "long":

@@ -89,6 +89,10 @@ EXACT_PROGRAMS = frozenset(
     "grep egrep fgrep md5sum sha1sum sha224sum sha256sum sha384sum sha512sum b2sum test [ cd".split()
 )
 
+# Programs that print names, sizes, counts or types of the files they are given, never their
+# bytes: what they read in git's object store or a denied file reveals no contents.
+NAMES_ONLY = frozenset("ls dir vdir find stat du tree readlink realpath basename dirname pwd cd test [ wc".split())
+
 _SPECIAL = {"find": find_verdict, "sed": sed_verdict, "jq": jq_verdict, "awk": awk_verdict, "gawk": awk_verdict, "mawk": awk_verdict, "nawk": awk_verdict, "cd": _cd}
 
 
