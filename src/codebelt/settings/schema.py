@@ -111,7 +111,7 @@ class BashSettings(Section):
         "values holding a credential) are removed unless envAllow names them.")
     env_allow: list[str] = setting(
         [], "Variables (names or globs) passed on to commands even when they look secret; under env: "
-        "clean, also kept. Only from the user's own settings.")
+        "clean, also kept. From the user's own settings (or a workspace they trust).")
     default_timeout_ms: int = setting(120_000, "Timeout of a foreground command when the call gives none.", gt=0, workspace=LOWER)
     max_timeout_ms: int = setting(600_000, "Largest timeout a call may ask for.", gt=0, workspace=LOWER)
     background_timeout_ms: int = setting(0, "Timeout of a background command when the call gives none (0: none).", ge=0,
