@@ -218,6 +218,7 @@ class _Walker:
         self._dash_names: dict[Path, list[str]] = {}
         self._resolved: dict[tuple[Path, str], Path] = {}
         self._bare: dict[Path, bool] = {}  # directories git would take for a bare repository
+        self._tops: dict[Path, Path] = {}  # the working tree git finds from a directory
         # Over 10,000 characters the command asks anyway: files it reads cannot change that.
         self.skip_reads = False
         self.prev_op = ""  # the operator before the command being looked at
@@ -400,7 +401,9 @@ class _Walker:
         """What of git's object store this git command can print (git_objects), as paths."""
         _, _, cdir, _ = parse_git(argv)
         where = self.resolve(cdir) if cdir is not None else self.cwd
-        top = _worktree_top(where)
+        top = self._tops.get(where)
+        if top is None:
+            top = self._tops[where] = _worktree_top(where)
 
         def is_path(word: str) -> bool:
             try:
@@ -430,16 +433,19 @@ class _Walker:
         """The working tree whose git directory holds `path`: the parent of a `.git` component,
         or for a bare repository inside the workspace the workspace root (its history could be
         any copy of the workspace's)."""
-        parts = path.parts
-        for i, part in enumerate(parts):
-            if part.casefold() == ".git":
-                return Path(*parts[:i]) if i else Path("/")
+        if ".git" in str(path).casefold():
+            parts = path.parts
+            for i, part in enumerate(parts):
+                if part.casefold() == ".git":
+                    return Path(*parts[:i]) if i else Path("/")
+        root = self.ws.root_of(path)
         p = path
-        while self.ws.is_inside(p) and p not in self.ws.roots:
-            if p not in self._bare:
-                self._bare[p] = _may_be_git_dir(p)
-            if self._bare[p]:
-                return next((r for r in self.ws.roots if r == p or r in p.parents), self.ws.root)
+        while root is not None and p != root:
+            bare = self._bare.get(p)
+            if bare is None:
+                bare = self._bare[p] = _may_be_git_dir(p)
+            if bare:
+                return root
             p = p.parent
         return None
 
