@@ -108,6 +108,9 @@ class CommandVerdict:
             "reason": self.reason, "dangerous": self.dangerous, "ask_reason": self.ask_reason,
             "writes": [str(p) for p in self.writes], "reads": [str(p) for p in self.reads],
             "cd": str(self.cd) if self.cd else None, "op": self.op,
+            "object_reads": [{"reason": o.reason, "top": str(o.top),
+                              "paths": None if o.paths is None else [str(p) for p in o.paths]}
+                             for o in self.object_reads],
         }
 
 
