@@ -204,3 +204,20 @@ def test_codebelt_process_environ_is_out_of_reach_of_sandboxed_commands(sandbox,
     # the same command with the sandbox off does read it: this is what the sandbox closes
     # (documented in docs/security.md)
     assert secret in _cli(ws, "off", "cat /proc/$PPID/environ", env)
+
+
+def test_codebelt_config_lists_the_names_removed_never_the_values(ws, tmp_path):
+    import json
+
+    secret = f"sk-{uuid.uuid4().hex}"
+    env = {**os.environ, "OPENAI_API_KEY": secret, "CB_DB": f"postgres://u:{secret}@h/x", "CB_PLAIN": "1",
+           "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    r = subprocess.run([sys.executable, "-m", "codebelt.cli", "config", "--root", str(ws), "--json"],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 0, r.stderr
+    removed = json.loads(r.stdout)["environment"]["removed"]
+    assert removed["OPENAI_API_KEY"] == "name" and removed["CB_DB"] == "value" and "CB_PLAIN" not in removed
+    text = subprocess.run([sys.executable, "-m", "codebelt.cli", "config", "--root", str(ws)],
+                          capture_output=True, text=True, timeout=60, env=env).stdout
+    assert "OPENAI_API_KEY  (by its name)" in text
+    assert secret not in r.stdout + text
