@@ -164,7 +164,7 @@ def test_read_only_file_refused(session, ws, monkeypatch):
     read_first(ws, session)
     (ws / F).chmod(0o444)
     real_access = os.access
-    monkeypatch.setattr(atomic.os, "access", lambda p, mode: False if mode == os.W_OK else real_access(p, mode))
+    monkeypatch.setattr(atomic.os, "access", lambda p, mode, **kw: False if mode == os.W_OK else real_access(p, mode, **kw))
     for r in _write_and_edit(session, ws):
         assert r.is_error and "read-only" in r.text, r.text
     assert (ws / F).read_bytes() == ORIGINAL

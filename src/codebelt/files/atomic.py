@@ -13,6 +13,8 @@ import stat
 from pathlib import Path
 from typing import Callable, Iterable
 
+from .beneath import ANYWHERE, SUPPORTED, Beneath, SymlinkInPath
+
 
 class AtomicWriteError(OSError):
     """Writing failed; the target is unchanged. `str()` is a sentence fit for the model."""
@@ -33,6 +35,13 @@ def _describe(err: OSError, path: Path) -> str:
     return f"{err.strerror or err} writing {path}"
 
 
+class FileChanged(AtomicWriteError):
+    """The file at the path is no longer the one the caller checked (`expect`); nothing was written."""
+
+
+ABSENT = object()  # `expect=ABSENT`: the path must still not exist when the new file is renamed there
+
+
 def write_atomic(
     path: Path,
     data: bytes | Iterable[bytes | bytearray | memoryview],
@@ -40,24 +49,30 @@ def write_atomic(
     mode: int | None = None,
     fsync: bool = True,
     before_replace: Callable[[], None] | None = None,
-) -> None:
+    beneath: Beneath = ANYWHERE,
+    expect: os.stat_result | object | None = None,
+) -> os.stat_result:
     """Replace `path` with `data` atomically, creating parent directories.
 
-    `path` must be resolved (no symlinked directory on it, as `Workspace.resolve` returns):
-    the directory is reached component by component without following symlinks, and the temp
-    file and rename happen inside that directory's descriptor. A directory swapped for a
-    symlink after the permission check therefore fails the write instead of redirecting it
-    outside the workspace. Raises AtomicWriteError (the file is left as it was) on any failure.
+    `path` must be resolved (no symlink in it, as `Workspace.resolve` returns). Its directory is
+    opened beneath its root (`beneath`: the deepest root holding it, else `/`) without following
+    any symlink, creating missing directories, and the temp file and the rename happen inside
+    that directory's descriptor. A directory swapped for a symlink after the permission check
+    therefore fails the write instead of redirecting it. A symlink as the final component is
+    replaced, never followed. Raises AtomicWriteError (the file is left as it was) on any failure.
 
     `data` is bytes or an iterable of byte chunks written in order (a big file need not be
     joined in memory first). `before_replace` runs after the temp file is complete and synced,
     just before the rename; whatever it raises aborts the write (the temp file is removed).
+    `expect`, when given, is the `stat` of the file the caller checked (or ABSENT): if the path
+    holds anything else just before the rename, FileChanged is raised and nothing is written.
+    Returns the new file's `fstat` (taken from the temp file's descriptor, before the rename).
     """
     path = Path(path)
-    if not _DIR_FD:  # refuse rather than fall back to a write a symlink swap could redirect
+    if not SUPPORTED:  # refuse rather than fall back to a write a symlink swap could redirect
         raise AtomicWriteError(errno.ENOSYS, "this platform cannot write relative to a directory "
                                "descriptor; codebelt's file tools need Linux, macOS or a BSD")
-    return _write_in_dir(path, data, mode, fsync, before_replace)
+    return _write_in_dir(path, data, mode, fsync, before_replace, beneath, expect)
 
 
 def _write_all(fd: int, data) -> None:
@@ -69,60 +84,28 @@ def _write_all(fd: int, data) -> None:
             view = view[n:]
 
 
-def _read_only_fs(directory: Path) -> bool:
+def _read_only_fs(dir_fd: int) -> bool:
     try:
-        return bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
+        return bool(os.statvfs(dir_fd).f_flag & os.ST_RDONLY)
     except OSError:
         return False
 
 
-# Where the OS lets us work relative to a directory descriptor (Linux, macOS, BSDs).
-_DIR_FD = {os.open, os.mkdir, os.stat, os.rename, os.unlink} <= os.supports_dir_fd and hasattr(os, "O_NOFOLLOW")
-_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-
-
-def _open_dir(directory: Path, create: bool = True) -> int:
-    """A descriptor of `directory`, walked from `/` one component at a time without following
-    symlinks, creating missing directories (if `create`). A symlinked component raises
-    OSError(ELOOP)."""
-    fd = os.open(directory.anchor or "/", _DIR_FLAGS)
-    try:
-        for name in directory.parts[1:]:
-            try:
-                nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                try:
-                    os.mkdir(name, 0o777, dir_fd=fd)
-                except FileExistsError:
-                    pass
-                nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-        return fd
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def remove_file(path: Path) -> None:
-    """Unlink `path` (resolved, like write_atomic's) through the same symlink-free directory
-    walk, so a directory swapped for a symlink after the permission check cannot redirect the
-    deletion outside the workspace. Raises FileNotFoundError, IsADirectoryError or
-    AtomicWriteError."""
+def remove_file(path: Path, *, beneath: Beneath = ANYWHERE) -> None:
+    """Unlink `path` (resolved, like write_atomic's) inside its directory opened the same
+    symlink-free way, so a directory swapped for a symlink after the permission check cannot
+    redirect the deletion. Raises FileNotFoundError, IsADirectoryError or AtomicWriteError."""
     path = Path(path)
-    if not _DIR_FD:
+    if not SUPPORTED:
         raise AtomicWriteError(errno.ENOSYS, "this platform cannot delete relative to a directory descriptor")
     try:
-        dfd = _open_dir(path.parent, create=False)
+        dfd = beneath.open_dir(path.parent)
     except FileNotFoundError:
         raise
+    except SymlinkInPath as e:
+        raise AtomicWriteError(e.errno, f"{e.link or path.parent} is a symlink, not a directory (was it just "
+                               "replaced?); the deletion was refused") from e
     except OSError as e:
-        link = _first_symlink(path.parent) if e.errno in (errno.ELOOP, errno.ENOTDIR) else None
-        if link is not None:
-            raise AtomicWriteError(e.errno, f"{link} is a symlink, not a directory (was it just "
-                                   "replaced?); the deletion was refused") from e
         raise AtomicWriteError(e.errno, _describe(e, path.parent)) from e
     try:
         os.unlink(path.name, dir_fd=dfd)
@@ -143,21 +126,32 @@ def _keep_owner(fd: int, st: os.stat_result) -> None:
             continue
 
 
-def _first_symlink(directory: Path) -> Path | None:
-    for p in reversed([directory, *directory.parents]):
-        if p.is_symlink():
-            return p
-    return None
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino, a.st_size, a.st_mtime_ns) == (b.st_dev, b.st_ino, b.st_size, b.st_mtime_ns)
 
 
-def _write_in_dir(path: Path, data, mode: int | None, fsync: bool, before_replace) -> None:
+def _check_expected(name: str, dfd: int, path: Path, expect) -> None:
     try:
-        dfd = _open_dir(path.parent)
+        now = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        now = None
+    if expect is ABSENT:
+        if now is not None:
+            raise FileChanged(errno.EEXIST, f"{path} was created by someone else while it was being written")
+    elif now is None:
+        raise FileChanged(errno.ENOENT, f"{path} was deleted while it was being written")
+    elif not _same_file(now, expect):
+        raise FileChanged(errno.ESTALE, f"{path} was changed by someone else while it was being written")
+
+
+def _write_in_dir(path: Path, data, mode: int | None, fsync: bool, before_replace, beneath: Beneath,
+                  expect) -> os.stat_result:
+    try:
+        dfd = beneath.open_dir(path.parent, create=True)
+    except SymlinkInPath as e:
+        raise AtomicWriteError(e.errno, f"{e.link or path.parent} is a symlink, not a directory (was it just "
+                               "replaced?); the write was refused") from e
     except OSError as e:
-        link = _first_symlink(path.parent) if e.errno in (errno.ELOOP, errno.ENOTDIR) else None
-        if link is not None:
-            raise AtomicWriteError(e.errno, f"{link} is a symlink, not a directory (was it just "
-                                   "replaced?); the write was refused") from e
         if e.errno == errno.ENOTDIR:
             raise AtomicWriteError(e.errno, f"a part of {path.parent} is a file, not a directory") from e
         raise AtomicWriteError(e.errno, _describe(e, path.parent)) from e
@@ -166,14 +160,16 @@ def _write_in_dir(path: Path, data, mode: int | None, fsync: bool, before_replac
     try:
         st = None
         try:
-            st = os.stat(name, dir_fd=dfd)
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                raise FileNotFoundError  # a symlink is replaced like a missing file: its mode is not a file's
             keep_mode = stat.S_IMODE(st.st_mode)
-            if not os.access(path, os.W_OK):
-                if _read_only_fs(path.parent):
+            if stat.S_ISREG(st.st_mode) and not os.access(name, os.W_OK, dir_fd=dfd):
+                if _read_only_fs(dfd):
                     raise AtomicWriteError(errno.EROFS, f"{path} is on a read-only file system")
                 raise AtomicWriteError(errno.EACCES, f"{path} is read-only (mode {keep_mode:o})")
         except FileNotFoundError:
-            keep_mode = None
+            st = keep_mode = None
         if mode is not None:
             keep_mode = mode
         tmp_name = f".{name[:200]}.{secrets.token_hex(4)}.codebelt-tmp"
@@ -190,10 +186,13 @@ def _write_in_dir(path: Path, data, mode: int | None, fsync: bool, before_replac
             os.fchmod(fd, keep_mode)  # after chown, which may clear set-id bits
             if fsync:
                 os.fsync(fd)
+            written = os.fstat(fd)
         finally:
             os.close(fd)
         if before_replace is not None:
             before_replace()
+        if expect is not None:
+            _check_expected(name, dfd, path, expect)
         os.replace(tmp_name, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         tmp_name = None
         if fsync:
@@ -201,6 +200,7 @@ def _write_in_dir(path: Path, data, mode: int | None, fsync: bool, before_replac
                 os.fsync(dfd)
             except OSError:
                 pass
+        return written
     except AtomicWriteError:
         raise
     except OSError as e:
