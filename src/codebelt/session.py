@@ -579,6 +579,7 @@ class Session:
             if self.approver is not None:  # someone would be asked: not about a call that cannot work
                 tool.precheck(params, ctx)
             decision = self._ask(tool, params, raw, decision)
+            ctx.forget_resolutions()
             if decision.behavior == "allow" and tool.permission_requests(params, ctx) != requests:
                 # A symlink or directory was swapped while the user decided: what was approved
                 # is no longer what would run (TOCTOU). Refuse rather than write elsewhere.

@@ -137,6 +137,23 @@ class ToolContext:
     # The session's event sink: `emit("task_end", {...})` — things that happen between calls
     # (a background task ending) reach the model, the client and the library user through it.
     events: Callable[[str, dict[str, Any]], None] | None = None
+    # This call's resolved paths: the permission decision and `run` use the same resolution, so
+    # a symlink swapped in between cannot make `run` act on another path than the one decided.
+    _resolved: dict[tuple[str, Path | None], Path] = field(default_factory=dict, repr=False)
+    _dirs: dict[Path, Path] = field(default_factory=dict, repr=False)  # many paths, few directories
+
+    def resolve(self, path: str, base: Path | None = None) -> Path:
+        """`workspace.resolve(path, base)`, computed once per call."""
+        key = (path, base)
+        hit = self._resolved.get(key)
+        if hit is None:
+            hit = self._resolved[key] = self.workspace.resolve(path, base, dir_cache=self._dirs)
+        return hit
+
+    def forget_resolutions(self) -> None:
+        """Resolve afresh (after an approval wait, to see whether the tree changed meanwhile)."""
+        self._resolved.clear()
+        self._dirs.clear()
 
     def emit(self, event: str, data: dict[str, Any]) -> None:
         if self.events is not None:

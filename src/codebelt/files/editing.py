@@ -7,13 +7,14 @@ replaced regions are identical. Nothing is written unless every edit applies.
 
 from __future__ import annotations
 
+import errno
 import os
-import stat as stat_mod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .atomic import AtomicWriteError, write_atomic
+from .atomic import ABSENT, AtomicWriteError, FileChanged, write_atomic
+from .beneath import ANYWHERE, Beneath, NotRegularFile, SymlinkInPath
 from .codec import (
     SNIFF_BYTES,
     UTF8,
@@ -65,61 +66,73 @@ def notebook_refusal(shown: str) -> str:
 
 
 def load_for_edit(
-    path: Path, first_old: str, states: FileStates, show: Callable[[Path], str]
+    path: Path, first_old: str, states: FileStates, show: Callable[[Path], str], beneath: Beneath = ANYWHERE,
 ) -> tuple[os.stat_result | None, bytes, TextFormat]:
-    """(stat, bytes, format) of the file to edit; (None, b"", UTF8) for a file to create."""
+    """(stat, bytes, format) of the file to edit; (None, b"", UTF8) for a file to create. The
+    file is opened once, beneath its root without following symlinks; its bytes and its stat
+    come from that descriptor."""
     try:
-        st = os.stat(path)
+        opened = beneath.open_regular(path)
     except FileNotFoundError:
         if first_old == "":
             return None, b"", UTF8
         raise EditError(
-            f"File does not exist: {show(path)}.{did_you_mean(path, show)} "
+            f"File does not exist: {show(path)}.{did_you_mean(path, show, beneath)} "
             "To create a new file, use Write (or Edit with an empty old_string)."
         ) from None
+    except IsADirectoryError:
+        raise EditError(f"{show(path)} is a directory, not a file. Give the path of a file inside it.") from None
+    except NotRegularFile:
+        raise EditError(f"{show(path)} is not a regular file (device, FIFO or socket); it cannot be edited.") from None
+    except SymlinkInPath as e:
+        raise EditError(swapped_message(path, e, show)) from None
     except OSError as e:
         raise EditError(f"Cannot access {show(path)}: {e.strerror}.") from None
-    if stat_mod.S_ISDIR(st.st_mode):
-        raise EditError(f"{show(path)} is a directory, not a file. Give the path of a file inside it.")
-    if not stat_mod.S_ISREG(st.st_mode):
-        raise EditError(f"{show(path)} is not a regular file (device, FIFO or socket); it cannot be edited.")
-    if path.suffix.lower() == ".ipynb":
-        raise EditError(notebook_refusal(show(path)))
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise EditError(f"{show(path)} was deleted. {MODIFIED}") from None
-    except OSError as e:
-        raise EditError(f"Cannot read {show(path)}: {e.strerror}.") from None
-    try:
-        fmt = sniff(data[:SNIFF_BYTES], at_eof=len(data) <= SNIFF_BYTES)
-    except BinaryFile as b:
-        raise EditError(f"{show(path)} is a binary file ({b.kind}); Edit only changes text files.") from None
-    if not (st.st_size == 0 and first_old == ""):  # filling an empty file loses nothing
-        problem = states.check(path, st)
-        if problem:
-            raise EditError(problem)
+    with opened:
+        st = opened.st
+        if path.suffix.lower() == ".ipynb":
+            raise EditError(notebook_refusal(show(path)))
+        try:
+            data = opened.read_bytes()
+        except OSError as e:
+            raise EditError(f"Cannot read {show(path)}: {e.strerror}.") from None
+        try:
+            fmt = sniff(data[:SNIFF_BYTES], at_eof=len(data) <= SNIFF_BYTES)
+        except BinaryFile as b:
+            raise EditError(f"{show(path)} is a binary file ({b.kind}); Edit only changes text files.") from None
+        if not (st.st_size == 0 and first_old == ""):  # filling an empty file loses nothing
+            problem = states.check(path, st, fd=opened.fd)
+            if problem:
+                raise EditError(problem)
     return st, data, fmt
+
+
+def swapped_message(path: Path, e: SymlinkInPath, show: Callable[[Path], str]) -> str:
+    where = show(e.link) if e.link is not None else "a part of it"
+    return (f"{show(path)} changed while this call ran: {where} is a symlink now (was it just replaced?), "
+            "and symlinks found after the permission check are not followed. Nothing was written.")
 
 
 PRECHECK_BYTES = 8 * 1024 * 1024  # larger files are checked for state only; matching waits for the edit
 
 
-def check_edits(path: Path, edits: list[EditSpec], states: FileStates, show: Callable[[Path], str]) -> None:
+def check_edits(path: Path, edits: list[EditSpec], states: FileStates, show: Callable[[Path], str],
+                beneath: Beneath = ANYWHERE) -> None:
     """Raise the EditError `apply_edits` would raise for a missing, unread or stale file or an
     old_string that does not match — without writing — so nobody is asked to approve an edit
     that cannot work. Files over PRECHECK_BYTES are not matched here (the edit itself does)."""
     try:
-        st = os.stat(path)
+        with beneath.open_regular(path) as opened:
+            st = opened.st
+            if st.st_size > PRECHECK_BYTES:
+                if not (st.st_size == 0 and edits[0].old_string == ""):
+                    problem = states.check(path, st, fd=opened.fd)
+                    if problem:
+                        raise EditError(problem)
+                return
     except OSError:
-        st = None
-    if st is not None and stat_mod.S_ISREG(st.st_mode) and st.st_size > PRECHECK_BYTES:
-        if not (st.st_size == 0 and edits[0].old_string == ""):
-            problem = states.check(path, st)
-            if problem:
-                raise EditError(problem)
-        return
-    st, raw, fmt = load_for_edit(path, edits[0].old_string, states, show)
+        pass  # load_for_edit words it
+    st, raw, fmt = load_for_edit(path, edits[0].old_string, states, show, beneath)
     if _exact_on_bytes(raw, fmt, edits) is not None:
         return
     try:
@@ -136,19 +149,22 @@ def apply_edits(
     show: Callable[[Path], str],
     line_indexes: LineIndexCache | None = None,
     max_bytes: int | None = DEFAULT_MAX_RESULT,
+    beneath: Beneath = ANYWHERE,
 ) -> EditOutcome:
     """Apply every edit in order and write the result, or raise EditError having written nothing.
 
-    `line_indexes` (optional, the session's) lets a single big edit skip counting lines."""
+    `line_indexes` (optional, the session's) lets a single big edit skip counting lines.
+    `beneath`: where the resolved path is opened and written (no symlink followed)."""
     if len(edits) == 1:
         e = edits[0]
         streamed = try_streamed_edit(path, e.old_string, e.new_string, e.replace_all, _BYTE_SAFE, states,
-                                     show, write=write_atomic, line_indexes=line_indexes, max_bytes=max_bytes)
+                                     show, write=write_atomic, line_indexes=line_indexes, max_bytes=max_bytes,
+                                     beneath=beneath)
         if streamed is not None:
             done, fmt = streamed
             return EditOutcome(done.window, b"", fmt, False, [done.count], ["exact"],
                                (done.window_lo, done.window_hi), size=done.size, line_base=done.line_base)
-    st, raw, fmt = load_for_edit(path, edits[0].old_string, states, show)
+    st, raw, fmt = load_for_edit(path, edits[0].old_string, states, show, beneath)
     created = st is None
     fast = _exact_on_bytes(raw, fmt, edits, max_bytes)
     if fast is not None:
@@ -172,22 +188,17 @@ def apply_edits(
                 f"The new text contains {bad!r}, which the file's encoding ({fmt.encoding}) cannot "
                 "represent. Use characters the encoding has, or convert the file with Write."
             ) from None
-    if st is not None:
-        try:
-            now = os.stat(path)
-        except FileNotFoundError:
-            raise EditError(f"{show(path)} was deleted. {MODIFIED}") from None
-        if (now.st_mtime_ns, now.st_size) != (st.st_mtime_ns, st.st_size):
-            raise EditError(MODIFIED)
     try:
-        write_atomic(path, data)
+        # The file replaced must be the one read (or, for a new file, still be missing).
+        written = write_atomic(path, data, beneath=beneath, expect=st if st is not None else ABSENT)
+    except FileChanged as e:
+        if e.errno == errno.ENOENT:
+            raise EditError(f"{show(path)} was deleted. {MODIFIED}") from None
+        raise EditError(MODIFIED) from None
     except AtomicWriteError as e:
         reason = str(e).replace(str(path), show(path))
         raise EditError(f"Could not write {show(path)}: {reason}. The file is unchanged.") from None
-    try:
-        states.record_write(path, data, fmt)
-    except OSError:
-        states.forget(path)
+    states.record_write(path, data, fmt, written)
     return EditOutcome(text, data, fmt, created, counts, hows, (lo, hi), notes)
 
 

@@ -22,6 +22,7 @@ from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from .codec import TextFormat, for_display
 
@@ -280,7 +281,7 @@ def render_rows(f, fmt: TextFormat, first_line: int, limit: int, max_chars: int)
 
 
 def read_page(
-    path: Path,
+    source: Path | BinaryIO,
     fmt: TextFormat,
     index: LineIndex,
     offset: int,
@@ -288,18 +289,26 @@ def read_page(
     max_chars: int,
     cancel=None,
 ) -> Page:
-    """Render up to `limit` rows from 1-based line `offset`, within `max_chars` characters."""
-    with open(path, "rb", buffering=PIECE_BYTES) as f:
-        with index.lock:
-            start = index.line_start(f, offset - 1, cancel=cancel)
-            if start is None:
-                index.extend(f, cancel=cancel)
+    """Render up to `limit` rows from 1-based line `offset`, within `max_chars` characters.
+
+    `source` is the file: an open buffered binary file (the caller's, left open), or a path."""
+    if not isinstance(source, (str, os.PathLike)):
+        return _read_page(source, fmt, index, offset, limit, max_chars, cancel)
+    with open(source, "rb", buffering=PIECE_BYTES) as f:
+        return _read_page(f, fmt, index, offset, limit, max_chars, cancel)
+
+
+def _read_page(f, fmt: TextFormat, index: LineIndex, offset: int, limit: int, max_chars: int, cancel) -> Page:
+    with index.lock:
+        start = index.line_start(f, offset - 1, cancel=cancel)
         if start is None:
-            return Page("", offset, offset - 1, 0, index.total_lines, None)
-        if start == 0 and fmt.bom:
-            start = len(fmt.bom)  # the BOM is not content
-        f.seek(start)
-        page = render_rows(f, fmt, offset, limit, max_chars)
+            index.extend(f, cancel=cancel)
+    if start is None:
+        return Page("", offset, offset - 1, 0, index.total_lines, None)
+    if start == 0 and fmt.bom:
+        start = len(fmt.bom)  # the BOM is not content
+    f.seek(start)
+    page = render_rows(f, fmt, offset, limit, max_chars)
     if page.next_offset is None:
         # The page reached the end of the file, so the line count is known without a scan.
         page.total_lines = page.end_line

@@ -3,33 +3,32 @@
 from __future__ import annotations
 
 import difflib
-import os
 from pathlib import Path
+
+from .beneath import ANYWHERE, Beneath
 
 MAX_ENTRIES = 5000  # don't list huge directories just to make a suggestion
 
 
-def _entries(directory: Path) -> list[str]:
-    names: list[str] = []
-    try:
-        with os.scandir(directory) as it:
-            for entry in it:
-                names.append(entry.name)
-                if len(names) >= MAX_ENTRIES:
-                    break
-    except OSError:
-        return []
-    return names
-
-
-def similar_paths(path: Path, limit: int = 3) -> list[Path]:
-    """Existing paths whose names are close to the missing `path` (same directory first)."""
+def _nearest_entries(path: Path, beneath: Beneath) -> tuple[Path, list[str], list[str]]:
+    """(nearest existing directory above `path`, its entry names, the missing components).
+    Directories are listed through descriptors opened without following symlinks, so a
+    suggestion never shows names from wherever a swapped-in link points."""
     parent = path.parent
     missing = [path.name]
-    while not parent.is_dir() and parent != parent.parent:
-        missing.insert(0, parent.name)
-        parent = parent.parent
-    names = _entries(parent)
+    while True:
+        try:
+            return parent, beneath.scandir_names(parent, MAX_ENTRIES), missing
+        except OSError:
+            if parent == parent.parent:
+                return parent, [], missing
+            missing.insert(0, parent.name)
+            parent = parent.parent
+
+
+def similar_paths(path: Path, limit: int = 3, beneath: Beneath = ANYWHERE) -> list[Path]:
+    """Existing paths whose names are close to the missing `path` (same directory first)."""
+    parent, names, missing = _nearest_entries(path, beneath)
     if not names:
         return []
     want = missing[0]
@@ -46,9 +45,9 @@ def similar_paths(path: Path, limit: int = 3) -> list[Path]:
     return [parent.joinpath(n, *missing[1:]) for n in found[:limit]]
 
 
-def did_you_mean(path: Path, show) -> str:
+def did_you_mean(path: Path, show, beneath: Beneath = ANYWHERE) -> str:
     """' Did you mean X?' (with `show` mapping a Path to display text), or ''."""
-    near = similar_paths(path)
+    near = similar_paths(path, beneath=beneath)
     if not near:
         return ""
     return " Did you mean " + " or ".join(show(p) for p in near) + "?"

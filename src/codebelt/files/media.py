@@ -116,11 +116,12 @@ def parse_pages(spec: str, page_count: int) -> list[int]:
     return pages
 
 
-def open_pdf(path: Path):
+def open_pdf(source):
+    """A PdfReader over `source`: an open binary file (read through its descriptor) or a path."""
     try:
         from pypdf import PdfReader
 
-        reader = PdfReader(str(path))
+        reader = PdfReader(source if hasattr(source, "read") else str(source))
         if reader.is_encrypted:
             try:
                 reader.decrypt("")

@@ -37,9 +37,11 @@ def _cut(text: str) -> str:
     return text[:MAX_OUTPUT_CHARS] + f"\n… [output cut: {len(text) - MAX_OUTPUT_CHARS} more characters]"
 
 
-def render_notebook(path: Path) -> RenderedNotebook:
+def render_notebook(source: bytes | Path) -> RenderedNotebook:
+    """The notebook's cells and outputs from its bytes (what the caller read through its open
+    descriptor) or, for a plain caller, its path."""
     try:
-        nb = json.loads(path.read_bytes())
+        nb = json.loads(source if isinstance(source, bytes) else source.read_bytes())
         cells = nb["cells"]
         if not isinstance(cells, list):
             raise TypeError("cells is not a list")

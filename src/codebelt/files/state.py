@@ -39,10 +39,18 @@ class FileState:
     fmt: TextFormat | None = None
 
 
-def hash_file(path: Path, limit: int = HASH_LIMIT) -> str | None:
-    """sha256 of a file's bytes, streamed; None when the file is larger than `limit`."""
+def hash_file(path: Path | int, limit: int = HASH_LIMIT) -> str | None:
+    """sha256 of a file's bytes, streamed; None when the file is larger than `limit`. `path` may
+    be an open descriptor (read with pread from offset 0: the file opened, not the path)."""
     h = hashlib.sha256()
     total = 0
+    if isinstance(path, int):
+        while chunk := os.pread(path, 1024 * 1024, total):
+            total += len(chunk)
+            if total > limit:
+                return None
+            h.update(chunk)
+        return h.hexdigest()
     with open(path, "rb") as f:
         while chunk := f.read(1024 * 1024):
             total += len(chunk)
@@ -75,12 +83,14 @@ class FileStates:
         complete: bool,
         fmt: TextFormat | None = None,
         sha256: str | None = None,
+        fd: int | None = None,
     ) -> None:
-        """Record a read made from the file as it was at `st` (stat taken before reading)."""
+        """Record a read made from the file as it was at `st` (stat taken before reading);
+        `fd`, the descriptor it was read through, is hashed rather than the path."""
         if sha256 is None and st.st_size <= HASH_LIMIT:
             try:
-                sha256 = hash_file(path)
-                after = os.stat(path)
+                sha256 = hash_file(path if fd is None else fd)
+                after = os.stat(path) if fd is None else os.fstat(fd)
                 if (after.st_mtime_ns, after.st_size) != (st.st_mtime_ns, st.st_size):
                     sha256 = None  # changed while we hashed: the hash may not be what was shown
             except OSError:
@@ -89,18 +99,22 @@ class FileStates:
         with self._lock:
             self._states[path] = state
 
-    def record_write(self, path: Path, data: bytes, fmt: TextFormat | None) -> None:
+    def record_write(self, path: Path, data: bytes, fmt: TextFormat | None, st: os.stat_result | None = None) -> None:
         """After a successful write: the model knows exactly these bytes."""
-        self.record_written(path, fmt, hashlib.sha256(data).hexdigest() if len(data) <= HASH_LIMIT else None)
+        self.record_written(path, fmt, hashlib.sha256(data).hexdigest() if len(data) <= HASH_LIMIT else None, st)
 
-    def record_written(self, path: Path, fmt: TextFormat | None, digest: str | None) -> None:
-        """After a successful write whose sha256 was computed while writing (None: too big)."""
-        st = os.stat(path)
+    def record_written(self, path: Path, fmt: TextFormat | None, digest: str | None,
+                       st: os.stat_result | None = None) -> None:
+        """After a successful write whose sha256 was computed while writing (None: too big).
+        `st`: the written file's stat as the writer returned it (else the path is stat'ed)."""
+        if st is None:
+            st = os.stat(path)
         with self._lock:
             self._states[path] = FileState(st.st_mtime_ns, st.st_size, st.st_ino, digest, True, fmt)
 
-    def check(self, path: Path, st: os.stat_result) -> str | None:
-        """None when the file may be written, else the exact error message."""
+    def check(self, path: Path, st: os.stat_result, fd: int | None = None) -> str | None:
+        """None when the file may be written, else the exact error message. `fd`: the file's
+        open descriptor (its content is compared, never what the path holds by now)."""
         state = self.get(path)
         if state is None:
             return NOT_READ
@@ -108,7 +122,7 @@ class FileStates:
             return None
         if state.sha256 is not None and state.size == st.st_size:
             try:
-                same = hash_file(path) == state.sha256
+                same = hash_file(path if fd is None else fd) == state.sha256
             except OSError:
                 same = False
             if same:

@@ -16,14 +16,15 @@ which also produces every error message.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
-import stat as stat_mod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .atomic import AtomicWriteError, write_atomic
+from .atomic import AtomicWriteError, FileChanged, write_atomic
+from .beneath import ANYWHERE, Beneath
 from .codec import SNIFF_BYTES, BinaryFile, TextFormat, apply_eol, sniff
 from .lines import LineIndexCache, count_newlines
 from .matching import EditError
@@ -55,36 +56,29 @@ def try_streamed_edit(
     write: Callable = write_atomic,
     line_indexes: LineIndexCache | None = None,
     max_bytes: int | None = None,
+    beneath: Beneath = ANYWHERE,
 ) -> tuple[StreamedEdit, TextFormat] | None:
     """Apply one exact edit by streaming, or None when the in-memory path must decide.
 
     `write` is the atomic writer (the caller's, so the whole package writes through one place).
     `line_indexes`: the session's line indexes; one for this exact file state (Read builds them)
-    gives the edit's line number without counting newlines during the scan."""
-    if not old_string or old_string == new_string:
+    gives the edit's line number without counting newlines during the scan. `beneath`: where the
+    resolved path is opened (no symlink followed) and written."""
+    if not old_string or old_string == new_string or path.suffix.lower() == ".ipynb":
         return None
     try:
-        st = os.stat(path)
+        opened = beneath.open_regular(path)
     except OSError:
         return None
-    if not stat_mod.S_ISREG(st.st_mode) or st.st_size == 0 or path.suffix.lower() == ".ipynb":
-        return None
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return None
-    try:
-        return _edit_open_file(fd, path, old_string, new_string, replace_all, byte_safe, states, show, write,
-                               line_indexes, max_bytes)
-    finally:
-        os.close(fd)
+    with opened:
+        if opened.st.st_size == 0:
+            return None
+        return _edit_open_file(opened.fd, opened.st, path, old_string, new_string, replace_all, byte_safe, states,
+                               show, write, line_indexes, max_bytes, beneath)
 
 
-def _edit_open_file(fd, path, old_string, new_string, replace_all, byte_safe, states, show, write,
-                    line_indexes, max_bytes=None):
-    st = os.fstat(fd)
-    if not stat_mod.S_ISREG(st.st_mode) or st.st_size == 0:
-        return None
+def _edit_open_file(fd, st, path, old_string, new_string, replace_all, byte_safe, states, show, write,
+                    line_indexes, max_bytes, beneath):
     size = st.st_size
     try:
         head = os.pread(fd, SNIFF_BYTES, 0)
@@ -93,7 +87,7 @@ def _edit_open_file(fd, path, old_string, new_string, replace_all, byte_safe, st
         return None
     if fmt.encoding not in byte_safe or (fmt.eol == "mixed" and "\n" in new_string):
         return None
-    if states.check(path, st):
+    if states.check(path, st, fd=fd):
         return None  # the in-memory path raises the exact message
     start = len(fmt.bom) if fmt.bom and head.startswith(fmt.bom) else 0
     try:
@@ -166,29 +160,25 @@ def _edit_open_file(fd, path, old_string, new_string, replace_all, byte_safe, st
                 length -= n
 
     def unchanged() -> None:
-        """The bytes copied are the bytes checked: same inode, size and mtime, on fd and path."""
+        """The bytes copied are the bytes checked: the descriptor still shows the same inode,
+        size and mtime (the writer then checks the path holds that same file)."""
         now = os.fstat(fd)
-        try:
-            cur = os.stat(path)
-        except FileNotFoundError:
-            raise EditError(f"{show(path)} was deleted. {MODIFIED}") from None
-        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-        if (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns) != key or \
-                (cur.st_dev, cur.st_ino, cur.st_size, cur.st_mtime_ns) != key:
+        if (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns) != (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns):
             raise EditError(MODIFIED)
 
-    _write(write, path, stream(), unchanged, show)
-    try:
-        states.record_written(path, fmt, digest.hexdigest() if digest is not None else None)
-    except OSError:
-        states.forget(path)
+    written = _write(write, path, stream(), unchanged, show, beneath, st)
+    states.record_written(path, fmt, digest.hexdigest() if digest is not None else None, written)
     edit = StreamedEdit(new_size, len(starts), window, lo - wlo, hi - wlo, line_base, (lo, hi))
     return edit, fmt
 
 
-def _write(write, path, chunks, before_replace, show) -> None:
+def _write(write, path, chunks, before_replace, show, beneath, st):
     try:
-        write(path, chunks, before_replace=before_replace)
+        return write(path, chunks, before_replace=before_replace, beneath=beneath, expect=st)
+    except FileChanged as e:
+        if e.errno == errno.ENOENT:
+            raise EditError(f"{show(path)} was deleted. {MODIFIED}") from None
+        raise EditError(MODIFIED) from None
     except AtomicWriteError as e:
         reason = str(e).replace(str(path), show(path))
         raise EditError(f"Could not write {show(path)}: {reason}. The file is unchanged.") from None

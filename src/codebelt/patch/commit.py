@@ -4,26 +4,30 @@ directories created for them are removed again."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..errors import PatchApplyError
 from ..files.atomic import remove_file, write_atomic
+from ..files.beneath import Beneath
 from .plan import Plan
 
 
 def _missing_dirs(p: Path) -> list[Path]:
     out = []
     for parent in p.parents:
-        if parent.exists():
+        if os.path.lexists(parent):
             break
         out.append(parent)
     return out
 
 
 def commit(plan: Plan, *, fsync: bool = True) -> None:
-    """Delete, then write every changed file; on any failure restore what was already done."""
+    """Delete, then write every changed file; on any failure restore what was already done.
+    Every path is reached beneath its root without following symlinks (`plan.view.beneath`)."""
     writes = plan.writes()
     display = plan.view.display
+    beneath = plan.view.beneath
     done: list[tuple[Path, bytes | None, int | None]] = []
     created: list[Path] = []
     try:
@@ -31,13 +35,13 @@ def commit(plan: Plan, *, fsync: bool = True) -> None:
         for p, new, orig, mode in sorted(writes, key=lambda w: w[1] is not None):
             if new is not None:
                 created.extend(_missing_dirs(p))
-                write_atomic(p, new, mode=mode if orig is None else None, fsync=fsync)
+                write_atomic(p, new, mode=mode if orig is None else None, fsync=fsync, beneath=beneath)
             else:
-                remove_file(p)
+                remove_file(p, beneath=beneath)
             done.append((p, orig, mode))
     except OSError as e:
         failed = display(p)
-        problems = _rollback(done, created, fsync)
+        problems = _rollback(done, created, fsync, beneath)
         msg = f"Failed to write {failed}: {e}."
         if problems:
             msg += " Restoring the files already changed also failed for: " + "; ".join(problems)
@@ -46,19 +50,29 @@ def commit(plan: Plan, *, fsync: bool = True) -> None:
         raise PatchApplyError(msg) from None
 
 
-def _rollback(done: list[tuple[Path, bytes | None, int | None]], created: list[Path], fsync: bool) -> list[str]:
+def _rollback(done: list[tuple[Path, bytes | None, int | None]], created: list[Path], fsync: bool,
+              beneath: Beneath) -> list[str]:
     problems = []
     for p, orig, mode in reversed(done):
         try:
             if orig is None:
-                p.unlink(missing_ok=True)
+                try:
+                    remove_file(p, beneath=beneath)
+                except FileNotFoundError:
+                    pass
             else:
-                write_atomic(p, orig, mode=mode, fsync=fsync)
+                write_atomic(p, orig, mode=mode, fsync=fsync, beneath=beneath)
         except OSError as e:
             problems.append(f"{p}: {e}")
     for d in sorted(set(created), key=lambda x: len(x.parts), reverse=True):
         try:
-            d.rmdir()
+            fd = beneath.open_dir(d.parent)
+        except OSError:
+            continue
+        try:
+            os.rmdir(d.name, dir_fd=fd)
         except OSError:
             pass
+        finally:
+            os.close(fd)
     return problems

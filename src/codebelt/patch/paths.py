@@ -15,9 +15,11 @@ Resolver = Callable[[str], Path]
 Display = Callable[[Path], str]
 
 
-def workspace_resolver(root: Path | Workspace, base: Path | None = None, roots: list[Path] | None = None) -> Resolver:
+def workspace_resolver(root: Path | Workspace, base: Path | None = None, roots: list[Path] | None = None,
+                       resolved: Callable[[str, Path], Path] | None = None) -> Resolver:
     """Resolve patch paths from `base` (default: the root); refuse anything outside the roots.
-    Absolute paths are fine when they land inside."""
+    Absolute paths are fine when they land inside. `resolved(text, base)`, when given, is the
+    caller's resolution (a tool's: the one its permission decision was made on)."""
     ws = root if isinstance(root, Workspace) else Workspace(Path(root), [Path(r) for r in (roots or [])])
     start = Path(os.path.realpath(base)) if base is not None else ws.root
     dirs: dict[Path, Path] = {}  # patches name many files in few directories
@@ -26,13 +28,14 @@ def workspace_resolver(root: Path | Workspace, base: Path | None = None, roots: 
         if not text or not text.strip():
             raise PatchPathError("a path in the patch is empty")
         try:
-            resolved = ws.resolve(text, base=start, dir_cache=dirs)
+            resolved_path = (resolved(text, base if base is not None else ws.root) if resolved is not None
+                             else ws.resolve(text, base=start, dir_cache=dirs))
         except PathError as e:
             raise PatchPathError(str(e)) from None
-        if not ws.is_inside(resolved):
+        if not ws.is_inside(resolved_path):
             raise PatchPathError(
                 f"{text} is outside the workspace ({ws.root}); a patch may only change files inside it")
-        return resolved
+        return resolved_path
 
     return resolve
 

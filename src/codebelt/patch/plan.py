@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import PatchApplyError
+from ..files.beneath import ANYWHERE, Beneath, NotRegularFile, SymlinkInPath
 from .diff import cap, unified_diff, whole_file_diff
 from .locate import locate_edits
 from .parser import AddFile, DeleteFile, Patch, UpdateFile, parse_patch
@@ -80,33 +81,39 @@ _MISSING = None
 
 
 class _View:
-    """Files as the patch sees them: disk, overlaid with what earlier hunks did."""
+    """Files as the patch sees them: disk, overlaid with what earlier hunks did. Files are read
+    through descriptors opened beneath their root without following symlinks (`beneath`)."""
 
-    def __init__(self, display: Display):
+    def __init__(self, display: Display, beneath: Beneath = ANYWHERE):
         self.display = display
+        self.beneath = beneath
         self.current: dict[Path, bytes | None] = {}
         self.original: dict[Path, bytes | None] = {}
         self.modes: dict[Path, int] = {}
 
     def _load(self, p: Path) -> bytes | None:
         try:
-            st = os.stat(p)
-        except FileNotFoundError:
+            opened = self.beneath.open_regular(p)
+        except (FileNotFoundError, NotADirectoryError):
             return _MISSING
-        except NotADirectoryError:
-            return _MISSING
+        except IsADirectoryError:
+            raise _IsDirectory() from None
+        except NotRegularFile:
+            raise PatchApplyError(f"{self.display(p)} is not a regular file; apply_patch only edits regular files") from None
+        except SymlinkInPath as e:
+            where = self.display(e.link) if e.link is not None else "a part of it"
+            raise PatchApplyError(f"cannot read {self.display(p)}: {where} is a symlink now (was it just replaced?), "
+                                  "and symlinks found after the permission check are not followed") from None
         except OSError as e:
             raise PatchApplyError(f"cannot read {self.display(p)}: {e.strerror}") from None
-        if stat.S_ISDIR(st.st_mode):
-            raise _IsDirectory()
-        if not stat.S_ISREG(st.st_mode):
-            raise PatchApplyError(f"{self.display(p)} is not a regular file; apply_patch only edits regular files")
-        if st.st_size > MAX_FILE_BYTES:
-            raise PatchApplyError(f"{self.display(p)} is too large to patch ({st.st_size} bytes; the limit is {MAX_FILE_BYTES})")
-        try:
-            data = p.read_bytes()
-        except OSError as e:
-            raise PatchApplyError(f"cannot read {self.display(p)}: {e.strerror}") from None
+        with opened:
+            st = opened.st
+            if st.st_size > MAX_FILE_BYTES:
+                raise PatchApplyError(f"{self.display(p)} is too large to patch ({st.st_size} bytes; the limit is {MAX_FILE_BYTES})")
+            try:
+                data = opened.read_bytes()
+            except OSError as e:
+                raise PatchApplyError(f"cannot read {self.display(p)}: {e.strerror}") from None
         self.modes[p] = stat.S_IMODE(st.st_mode)
         return data
 
@@ -166,14 +173,15 @@ class Plan:
         return out
 
 
-def plan_patch(patch: Patch | str, resolve: Resolver, display: Display) -> Plan:
-    """Run every hunk against the in-memory view. Raises PatchError; touches nothing on disk."""
+def plan_patch(patch: Patch | str, resolve: Resolver, display: Display, beneath: Beneath = ANYWHERE) -> Plan:
+    """Run every hunk against the in-memory view. Raises PatchError; touches nothing on disk.
+    `beneath`: where resolved paths are opened (and later written by `commit`)."""
     if isinstance(patch, str):
         patch = parse_patch(patch)
     if not patch.hunks:
         raise PatchApplyError("No files were modified. The patch has no '*** Add File', '*** Delete File' "
                               "or '*** Update File' sections.")
-    view = _View(display)
+    view = _View(display, beneath)
     files: list[FileChange] = []
     move_modes: dict[Path, int] = {}
     for hunk in patch.hunks:

@@ -75,6 +75,10 @@ class PermissionEngine:
         """For search tools: hide files a Read deny rule covers."""
         return self.rules.read_denied(path)
 
+    def denied_inode(self, st: os.stat_result) -> Path | None:
+        """The read-denied file that `st` is (the same inode: a hard link), or None."""
+        return None
+
     def sandbox_auto_allow(self) -> bool:
         """Whether a non-read-only command may run unasked because the sandbox contains it.
 

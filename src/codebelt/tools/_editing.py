@@ -8,6 +8,7 @@ from ..errors import EditError, ToolError
 from ..files.editing import EditOutcome, EditSpec, apply_edits, snippet
 from ..tool import ToolContext, ToolResult
 from . import _diagnostics
+from ._opening import beneath
 from ._services import file_states, line_indexes
 
 
@@ -35,23 +36,24 @@ def check_edits(file_path: str, specs: list[EditSpec], ctx: ToolContext) -> None
     """Everything that can fail without side effects, before the permission decision."""
     from ..files.editing import check_edits as check
 
-    path = ctx.workspace.resolve(file_path)
+    path = ctx.resolve(file_path)
     if not ctx.workspace.is_inside(path):
         return  # the permission decision speaks first: writing outside is refused as such
     try:
-        check(path, specs, ctx.service(file_states), ctx.workspace.relative)
+        check(path, specs, ctx.service(file_states), ctx.workspace.relative, beneath(ctx))
     except EditError as e:
         raise ToolError(str(e)) from None
 
 
 def run_edits(file_path: str, specs: list[EditSpec], ctx: ToolContext) -> ToolResult:
     """Edit and MultiEdit's run: apply the edits (all or nothing) and describe the result."""
-    path = ctx.workspace.resolve(file_path)
+    path = ctx.resolve(file_path)  # the path the decision was made on
     rel = ctx.workspace.relative(path)
     checked = _diagnostics.before(ctx, path)
     try:
         outcome = apply_edits(path, specs, ctx.service(file_states), ctx.workspace.relative,
-                              line_indexes=ctx.service(line_indexes), max_bytes=ctx.settings.edit.max_file_mb << 20)
+                              line_indexes=ctx.service(line_indexes), max_bytes=ctx.settings.edit.max_file_mb << 20,
+                              beneath=beneath(ctx))
     except EditError as e:
         raise ToolError(str(e)) from None
     result = ToolResult(describe_outcome(rel, outcome), data=outcome_data(rel, outcome))

@@ -10,6 +10,7 @@ from ..errors import PatchError, PathError
 from ..permissions.requests import PathRequest
 from ..tool import ToolContext, ToolResult
 from . import _diagnostics
+from ._opening import beneath
 from ._services import file_states
 
 
@@ -25,7 +26,7 @@ def patch_requests(patch: str, base: Path, ctx: ToolContext) -> list[PathRequest
     out: list[PathRequest] = []
     for text in paths:
         try:
-            resolved = ctx.workspace.resolve(text, base=base)
+            resolved = ctx.resolve(text, base)
         except PathError:
             continue  # refused by run_patch with a clear message
         req = PathRequest("write", resolved)
@@ -41,7 +42,9 @@ def run_patch(patch: str, base: Path, ctx: ToolContext) -> ToolResult:
     from ..patch.paths import workspace_resolver
 
     try:
-        plan = plan_patch(patch, workspace_resolver(ctx.workspace, base), ctx.workspace.relative)
+        # The paths the permission decision was made on, opened and written beneath their root.
+        plan = plan_patch(patch, workspace_resolver(ctx.workspace, base, resolved=ctx.resolve), ctx.workspace.relative,
+                          beneath(ctx))
         ctx.check_cancelled()  # the last moment to stop: nothing is written yet
         writes = plan.writes()
         commit(plan)
@@ -53,7 +56,7 @@ def run_patch(patch: str, base: Path, ctx: ToolContext) -> ToolResult:
             if new is None:
                 states.forget(path)
             else:
-                states.record_write(path, new, None)
+                states.record_write(path, new, None)  # the path was written a moment ago
     except OSError:
         pass  # the files are written; a stale state only means a later Edit asks for a Read
     changes = plan.changes

@@ -134,7 +134,7 @@ class BashOutputData(BaseModel):
 
 # -- apply_patch interception ---------------------------------------------------------------------
 def _patch_base(inv: PatchInvocation, cwd: Path, ctx: ToolContext) -> Path:
-    return ctx.workspace.resolve(inv.workdir, base=cwd) if inv.workdir else cwd
+    return ctx.resolve(inv.workdir, base=cwd) if inv.workdir else cwd
 
 
 # -- result shaping -------------------------------------------------------------------------------

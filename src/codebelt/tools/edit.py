@@ -50,7 +50,7 @@ class Edit(Tool):
         check_edits(params.file_path, [EditSpec(params.old_string, params.new_string, params.replace_all)], ctx)
 
     def permission_requests(self, params: EditInput, ctx: ToolContext) -> list[PathRequest]:
-        return [PathRequest("write", ctx.workspace.resolve(params.file_path))]
+        return [PathRequest("write", ctx.resolve(params.file_path))]
 
     def run(self, params: EditInput, ctx: ToolContext) -> ToolResult:
         spec = EditSpec(params.old_string, params.new_string, params.replace_all)

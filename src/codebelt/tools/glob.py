@@ -84,11 +84,11 @@ class Glob(Tool):
         """(directory rg runs in, pattern relative to it)."""
         base, pattern = split_absolute(params.pattern)
         if base is not None:
-            return ctx.workspace.resolve(base), pattern
-        directory = ctx.workspace.resolve(params.path) if params.path else ctx.workspace.root
+            return ctx.resolve(base), pattern
+        directory = ctx.resolve(params.path) if params.path else ctx.workspace.root
         sub, pattern = _split_relative(pattern)
         if sub:
-            directory = ctx.workspace.resolve(sub, base=directory)
+            directory = ctx.resolve(sub, directory)
         if pattern.startswith("./"):
             pattern = pattern[1:]  # "./*.py" = only the top level: anchor it
         return directory, pattern

@@ -129,7 +129,7 @@ class Grep(Tool):
 
     # -- checks ----------------------------------------------------------------------------
     def _target(self, params: GrepInput, ctx: ToolContext) -> Path:
-        return ctx.workspace.resolve(params.path) if params.path else ctx.workspace.root
+        return ctx.resolve(params.path) if params.path else ctx.workspace.root
 
     def validate(self, params: GrepInput, ctx: ToolContext) -> None:
         if not params.pattern:

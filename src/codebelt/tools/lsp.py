@@ -80,7 +80,7 @@ class LSP(Tool):
     search_hint = "go to definition, find references, list symbols, call hierarchy"
 
     def _path(self, params: LSPInput, ctx: ToolContext) -> Path | None:
-        return ctx.workspace.resolve(params.filePath) if params.filePath else None
+        return ctx.resolve(params.filePath) if params.filePath else None
 
     def validate(self, params: LSPInput, ctx: ToolContext) -> None:
         path = self._path(params, ctx)

@@ -84,7 +84,7 @@ class MultiEdit(Tool):
         check_edits(params.file_path, [EditSpec(e.old_string, e.new_string, e.replace_all) for e in params.edits], ctx)
 
     def permission_requests(self, params: MultiEditInput, ctx: ToolContext) -> list[PathRequest]:
-        return [PathRequest("write", ctx.workspace.resolve(params.file_path))]
+        return [PathRequest("write", ctx.resolve(params.file_path))]
 
     def run(self, params: MultiEditInput, ctx: ToolContext) -> ToolResult:
         specs = [EditSpec(e.old_string, e.new_string, e.replace_all) for e in params.edits]

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import stat as stat_mod
-from pathlib import Path
-
 from pydantic import BaseModel, Field
 
+from ..files.beneath import NotRegularFile, Opened, SymlinkInPath
 from ..files.codec import SNIFF_BYTES, BinaryFile, sniff
-from ..files.lines import read_page, read_page_text
+from ..files.lines import PIECE_BYTES, read_page, read_page_text
 from ..files.lookup import did_you_mean
 from ..permissions.requests import PathRequest
 from ..tool import Image, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from ._opening import beneath, swapped
 from ._services import file_states, line_indexes
 
 DEFAULT_LIMIT = 2000
@@ -81,51 +79,54 @@ class Read(Tool):
             raise ToolError(f"limit must be at least 1, got {params.limit}.")
 
     def permission_requests(self, params: ReadInput, ctx: ToolContext) -> list[PathRequest]:
-        return [PathRequest("read", ctx.workspace.resolve(params.file_path))]
+        return [PathRequest("read", ctx.resolve(params.file_path))]
 
     def run(self, params: ReadInput, ctx: ToolContext) -> ToolResult:
-        path = ctx.workspace.resolve(params.file_path)
+        path = ctx.resolve(params.file_path)  # the path the decision was made on
         show = ctx.workspace.relative
         try:
-            st = os.stat(path)
+            opened = beneath(ctx).open_regular(path)
         except FileNotFoundError:
             raise ToolError(
-                f"File does not exist: {show(path)}.{did_you_mean(path, show)} "
+                f"File does not exist: {show(path)}.{did_you_mean(path, show, beneath(ctx))} "
                 "Check the path, or use Glob to find the file."
             ) from None
-        except OSError as e:
-            raise ToolError(f"Cannot read {show(path)}: {e.strerror}.") from None
-        if stat_mod.S_ISDIR(st.st_mode):
+        except IsADirectoryError:
             raise ToolError(
                 f"{show(path)} is a directory, not a file. To see what it contains, use Glob "
                 f'(e.g. pattern "{show(path).rstrip("/")}/*") or Bash `ls`.'
-            )
-        if not stat_mod.S_ISREG(st.st_mode):
-            raise ToolError(f"{show(path)} is not a regular file (device, FIFO or socket); it cannot be read.")
-        suffix = path.suffix.lower()
-        if params.pages is not None and suffix != ".pdf":
-            raise ToolError("pages applies only to PDF files; for text files use offset and limit.")
+            ) from None
+        except NotRegularFile:
+            raise ToolError(f"{show(path)} is not a regular file (device, FIFO or socket); it cannot be read.") from None
+        except SymlinkInPath as e:
+            raise ToolError(swapped(ctx, path, e, "Nothing was read")) from None
+        except OSError as e:
+            raise ToolError(f"Cannot read {show(path)}: {e.strerror}.") from None
+        with opened:
+            suffix = path.suffix.lower()
+            if params.pages is not None and suffix != ".pdf":
+                raise ToolError("pages applies only to PDF files; for text files use offset and limit.")
 
-        from ..files.media import IMAGE_MIME
+            from ..files.media import IMAGE_MIME
 
-        if suffix in IMAGE_MIME:
-            return self._image(path, st, IMAGE_MIME[suffix], ctx)
-        if suffix == ".pdf":
-            return self._pdf(path, st, params.pages, ctx)
-        if suffix == ".ipynb":
-            return self._notebook(path, st, ctx)
-        return self._text(path, st, params, ctx)
+            if suffix in IMAGE_MIME:
+                return self._image(opened, IMAGE_MIME[suffix], ctx)
+            if suffix == ".pdf":
+                return self._pdf(opened, params.pages, ctx)
+            if suffix == ".ipynb":
+                return self._notebook(opened, ctx)
+            return self._text(opened, params, ctx)
 
     # -- text --------------------------------------------------------------------------------
-    def _text(self, path: Path, st: os.stat_result, params: ReadInput, ctx: ToolContext) -> ToolResult:
+    def _text(self, opened: Opened, params: ReadInput, ctx: ToolContext) -> ToolResult:
+        path, st = opened.path, opened.st
         show = ctx.workspace.relative
         rel = show(path)
         states = ctx.service(file_states)
         offset = max(params.offset or 1, 1)
         limit = params.limit or DEFAULT_LIMIT
         max_chars = ctx.settings.read.max_tokens * CHARS_PER_TOKEN
-        with open(path, "rb") as f:
-            head = f.read(SNIFF_BYTES)
+        head = opened.pread(SNIFF_BYTES, 0)
         if not head:
             states.record_read(path, st, complete=True, sha256=None)
             return ToolResult(EMPTY, data=_data(rel, "", 0, 1, 0, False, None, None))
@@ -139,20 +140,21 @@ class Read(Tool):
             ) from None
         if fmt.ascii_compatible:
             index = ctx.service(line_indexes).get(path, st)
-            if st.st_size <= FULL_INDEX_BYTES:
-                with open(path, "rb") as f, index.lock:
-                    index.extend(f, cancel=ctx.check_cancelled)
-            page = read_page(path, fmt, index, offset, limit, max_chars, cancel=ctx.check_cancelled)
+            with opened.reader(PIECE_BYTES) as f:
+                if st.st_size <= FULL_INDEX_BYTES:
+                    with index.lock:
+                        index.extend(f, cancel=ctx.check_cancelled)
+                page = read_page(f, fmt, index, offset, limit, max_chars, cancel=ctx.check_cancelled)
         else:
             if st.st_size > MAX_UTF16_BYTES:
                 raise ToolError(
                     f"{rel} is {fmt.encoding} and {_size(st.st_size)}; Read decodes {fmt.encoding} files "
                     f"whole and stops at {_size(MAX_UTF16_BYTES)}. Use Bash (iconv | sed -n) to read part of it."
                 )
-            page = read_page_text(fmt.decode(path.read_bytes()), offset, limit, max_chars)
+            page = read_page_text(fmt.decode(opened.read_bytes()), offset, limit, max_chars)
 
         complete = offset == 1 and page.next_offset is None and page.cut_line is None
-        states.record_read(path, st, complete=complete, fmt=fmt)
+        states.record_read(path, st, complete=complete, fmt=fmt, fd=opened.fd)
         total = page.total_lines
         notes = [f"[Note: {rel} is {fmt.note}.]"] if fmt.note else []
         if page.rows == 0:
@@ -190,23 +192,24 @@ class Read(Tool):
         )
 
     # -- media -------------------------------------------------------------------------------
-    def _image(self, path: Path, st: os.stat_result, mime: str, ctx: ToolContext) -> ToolResult:
+    def _image(self, opened: Opened, mime: str, ctx: ToolContext) -> ToolResult:
         from ..files.media import (
             MediaError,
             load_image,
         )
 
+        path, st = opened.path, opened.st
         rel = ctx.workspace.relative(path)
         try:
             img = load_image(
-                path,
+                opened,
                 mime,
                 ctx.settings.read.max_image_edge,
                 ctx.settings.read.max_image_pixels,
             )
         except MediaError as e:
             raise ToolError(f"Cannot show {rel}: {e}.") from None
-        ctx.service(file_states).record_read(path, st, complete=True)
+        ctx.service(file_states).record_read(path, st, complete=True, fd=opened.fd)
         size = f"{img.original_width}x{img.original_height}"
         if img.downscaled:
             size += f", downscaled to {img.width}x{img.height}"
@@ -221,7 +224,11 @@ class Read(Tool):
         }
         return ToolResult(text, data=data, images=[Image(img.data, img.mime_type)])
 
-    def _pdf(self, path: Path, st: os.stat_result, pages: str | None, ctx: ToolContext) -> ToolResult:
+    def _pdf(self, opened: Opened, pages: str | None, ctx: ToolContext) -> ToolResult:
+        with opened.reader() as f:
+            return self._pdf_pages(opened, f, pages, ctx)
+
+    def _pdf_pages(self, opened: Opened, stream, pages: str | None, ctx: ToolContext) -> ToolResult:
         from ..files.media import (
             MAX_PDF_PAGES_PER_CALL,
             PDF_PAGES_WITHOUT_RANGE,
@@ -231,9 +238,10 @@ class Read(Tool):
             pdf_page_text,
         )
 
+        path, st = opened.path, opened.st
         rel = ctx.workspace.relative(path)
         try:
-            reader = open_pdf(path)
+            reader = open_pdf(stream)
             count = len(reader.pages)
             if pages is None and count > PDF_PAGES_WITHOUT_RANGE:
                 text = (
@@ -265,19 +273,20 @@ class Read(Tool):
                 f"\n\n[Output truncated at the ~{max_chars // CHARS_PER_TOKEN:,}-token read budget after page "
                 f"{shown[-1]}. To read more, call Read with pages=\"{rest[0]}-{rest[-1]}\".]"
             )
-        ctx.service(file_states).record_read(path, st, complete=len(shown) == count)
+        ctx.service(file_states).record_read(path, st, complete=len(shown) == count, fd=opened.fd)
         return ToolResult(
             text,
             data={"type": "pdf", "file": {"filePath": rel, "pageCount": count, "pages": shown,
                                           "truncated": bool(rest)}},
         )
 
-    def _notebook(self, path: Path, st: os.stat_result, ctx: ToolContext) -> ToolResult:
+    def _notebook(self, opened: Opened, ctx: ToolContext) -> ToolResult:
         from ..files.notebook import NotebookError, render_notebook
 
+        path, st = opened.path, opened.st
         rel = ctx.workspace.relative(path)
         try:
-            nb = render_notebook(path)
+            nb = render_notebook(opened.read_bytes())
         except NotebookError as e:
             raise ToolError(f"Cannot read {rel} as a notebook: {e}. Read it as text by copying it to a .json name, or use Bash.") from None
         max_chars = ctx.settings.read.max_tokens * CHARS_PER_TOKEN
@@ -290,7 +299,7 @@ class Read(Tool):
             )
         if nb.images_dropped:
             text += f"\n[{nb.images_dropped} more output images were not attached.]"
-        ctx.service(file_states).record_read(path, st, complete=not truncated)
+        ctx.service(file_states).record_read(path, st, complete=not truncated, fd=opened.fd)
         return ToolResult(
             text,
             data={"type": "notebook", "file": {"filePath": rel, "cells": nb.cells, "language": nb.language,

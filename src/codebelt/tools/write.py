@@ -7,16 +7,18 @@ New files are UTF-8 without BOM, content as given.
 
 from __future__ import annotations
 
-import os
-import stat as stat_mod
+import errno
 
 from pydantic import BaseModel, Field
 
-from ..files.atomic import AtomicWriteError, write_atomic
+from ..files.atomic import ABSENT, AtomicWriteError, FileChanged, write_atomic
+from ..files.beneath import NotRegularFile, SymlinkInPath
 from ..files.codec import SNIFF_BYTES, UTF8, BinaryFile, TextFormat, apply_eol, sniff
+from ..files.state import MODIFIED, NOT_READ
 from ..permissions.requests import PathRequest
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
 from . import _diagnostics
+from ._opening import beneath, swapped
 from ._services import file_states
 
 DESCRIPTION = """Writes a file to the local filesystem.
@@ -60,49 +62,52 @@ class Write(Tool):
     def precheck(self, params: WriteInput, ctx: ToolContext) -> None:
         """Refuse, before anyone is asked to approve it, a Write that would fail: replacing a
         file this session has not read, or one changed since it was read."""
-        path = ctx.workspace.resolve(params.file_path)
+        path = ctx.resolve(params.file_path)
         if not ctx.workspace.is_inside(path):
             return  # the permission decision speaks first: writing outside is refused as such
         try:
-            st = os.stat(path)
+            with beneath(ctx).open_regular(path) as opened:
+                problem = ctx.service(file_states).check(path, opened.st, fd=opened.fd)
         except OSError:
             return  # a new file (or one run() reports with its own words)
-        if stat_mod.S_ISREG(st.st_mode):
-            problem = ctx.service(file_states).check(path, st)
-            if problem:
-                raise ToolError(problem)
+        if problem:
+            raise ToolError(problem)
 
     def permission_requests(self, params: WriteInput, ctx: ToolContext) -> list[PathRequest]:
-        return [PathRequest("write", ctx.workspace.resolve(params.file_path))]
+        return [PathRequest("write", ctx.resolve(params.file_path))]
 
     def run(self, params: WriteInput, ctx: ToolContext) -> ToolResult:
-        path = ctx.workspace.resolve(params.file_path)
+        path = ctx.resolve(params.file_path)  # the path the decision was made on
         rel = ctx.workspace.relative(path)
         states = ctx.service(file_states)
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            st = None
-        except OSError as e:
-            raise ToolError(f"Cannot access {rel}: {e.strerror}.") from None
+        where = beneath(ctx)
         fmt: TextFormat = UTF8
         note = ""
-        if st is not None:
-            if stat_mod.S_ISDIR(st.st_mode):
-                raise ToolError(f"{rel} is a directory. Give the path of a file (e.g. {rel.rstrip('/')}/name.txt).")
-            if not stat_mod.S_ISREG(st.st_mode):
-                raise ToolError(f"{rel} is not a regular file (device, FIFO or socket); it cannot be written.")
-            problem = states.check(path, st)
-            if problem:
-                raise ToolError(problem)
-            try:
-                with open(path, "rb") as f:
-                    head = f.read(SNIFF_BYTES)
-                fmt = sniff(head, at_eof=len(head) >= st.st_size) if head else UTF8
-            except BinaryFile:
-                fmt = UTF8  # replacing a binary file with text: plain UTF-8
-            except OSError as e:
-                raise ToolError(f"Cannot read {rel}: {e.strerror}. The file is unchanged.") from None
+        try:
+            opened = where.open_regular(path)
+        except FileNotFoundError:
+            st = None
+        except IsADirectoryError:
+            raise ToolError(f"{rel} is a directory. Give the path of a file (e.g. {rel.rstrip('/')}/name.txt).") from None
+        except NotRegularFile:
+            raise ToolError(f"{rel} is not a regular file (device, FIFO or socket); it cannot be written.") from None
+        except SymlinkInPath as e:
+            raise ToolError(swapped(ctx, path, e, "Nothing was written")) from None
+        except OSError as e:
+            raise ToolError(f"Cannot access {rel}: {e.strerror}.") from None
+        else:
+            with opened:
+                st = opened.st
+                problem = states.check(path, st, fd=opened.fd)
+                if problem:
+                    raise ToolError(problem)
+                try:
+                    head = opened.pread(SNIFF_BYTES, 0)
+                    fmt = sniff(head, at_eof=len(head) >= st.st_size) if head else UTF8
+                except BinaryFile:
+                    fmt = UTF8  # replacing a binary file with text: plain UTF-8
+                except OSError as e:
+                    raise ToolError(f"Cannot read {rel}: {e.strerror}. The file is unchanged.") from None
             fmt = TextFormat(fmt.encoding, fmt.bom, fmt.eol)  # keep; drop any decode note
         content = apply_eol(params.content, "\r\n") if fmt.eol == "\r\n" else params.content
         try:
@@ -111,27 +116,21 @@ class Write(Tool):
             note = f" The content has characters {fmt.encoding} cannot hold, so the file is now UTF-8."
             fmt = TextFormat("utf-8", b"", fmt.eol)
             data = fmt.encode(content)
-        if st is not None:
-            try:  # narrow the window between the stale check and the rename
-                now = os.stat(path)
-            except FileNotFoundError:
-                now = None
-            if now is None or (now.st_mtime_ns, now.st_size) != (st.st_mtime_ns, st.st_size):
-                raise ToolError(states.check(path, now) if now else
-                                f"{rel} was deleted while writing; Read it again (or Write again to create it).")
         checked = _diagnostics.before(ctx, path)
         try:
-            write_atomic(path, data)
+            # The file replaced must be the one checked (or still be missing), up to the rename.
+            written = write_atomic(path, data, beneath=where, expect=st if st is not None else ABSENT)
+        except FileChanged as e:
+            if e.errno == errno.ENOENT:
+                raise ToolError(f"{rel} was deleted while writing; Read it again (or Write again to create it).") from None
+            raise ToolError(MODIFIED if st is not None else NOT_READ) from None
         except AtomicWriteError as e:
             reason = str(e).replace(str(path), rel)
             raise ToolError(
                 f"Could not write {rel}: {reason}. The file is unchanged." if st
                 else f"Could not create {rel}: {reason}."
             ) from None
-        try:
-            states.record_write(path, data, fmt)
-        except OSError:
-            states.forget(path)
+        states.record_write(path, data, fmt, written)
         lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
         verb = "Updated" if st is not None else "Created"
         kept = f" (kept {fmt.describe()})" if st is not None and (fmt.bom or fmt.eol != "\n" or fmt.encoding != "utf-8") else ""
