@@ -305,6 +305,10 @@ class Session:
         self._task_end_callbacks.append(callback)
 
     def _event(self, name: str, data: dict[str, Any]) -> None:
+        if name == "notice":  # something the model must hear in the next result
+            with self._events_lock:
+                self._pending_context.append(str(data["text"]))
+            return
         if name == "cwd_changed":
             self._run_hooks("CwdChanged", {"old_cwd": data.get("old"), "new_cwd": data.get("new")})
             return

@@ -10,13 +10,14 @@ from __future__ import annotations
 import copy
 import os
 import re
-import time
+import stat
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
 from .bash import CommandPolicy
 from .decision import Decision, by_mode, combine
+from .denied import DeniedFiles
 from .requests import CommandRequest, PathRequest, Request
 from .rules import RuleSet, parse_rules
 
@@ -25,8 +26,7 @@ if TYPE_CHECKING:
     from ..shell.analysis.analyze import Analysis
     from ..workspace import Workspace
 
-MASK_SCAN = 20_000  # entries the walk for Read-deny masks looks at
-MASK_TTL_S = 5.0  # and how long its answer is reused
+INODES_MAX_AGE_S = 2.0  # how old a walk may be when a path is checked for being a denied file's link
 
 # Sandbox modes someone chose on purpose: they opt into running unprovable commands unasked.
 EXPLICIT_SANDBOX_MODES = ("bwrap", "landlock", "required")
@@ -63,7 +63,7 @@ class PermissionEngine:
         self._without_narrowing_asks: PermissionEngine | None = None
         self._sandbox_contains = sandbox_contains
         self._jail_available = jail_available
-        self._masks: tuple[float, list[Path]] | None = None
+        self._denied = DeniedFiles(self.rules.read_deny_rules())
         self._commands = CommandPolicy(self.rules, self.mode, workspace, self.decide_path, self.sandbox_auto_allow,
                                        self.jail_available)
 
@@ -72,12 +72,28 @@ class PermissionEngine:
         return self.rules.has(behavior)
 
     def is_read_denied(self, path: Path) -> bool:
-        """For search tools: hide files a Read deny rule covers."""
-        return self.rules.read_denied(path)
+        """For search tools: hide files a Read deny rule covers, and other names of them (hard
+        links)."""
+        return self.rules.read_denied(path) or self.denied_link(path) is not None
 
     def denied_inode(self, st: os.stat_result) -> Path | None:
         """The read-denied file that `st` is (the same inode: a hard link), or None."""
-        return None
+        if not self._denied.active:
+            return None
+        return self._denied.view(self.workspace.roots, INODES_MAX_AGE_S).inodes.get((st.st_dev, st.st_ino))
+
+    def denied_link(self, path: Path) -> Path | None:
+        """The read-denied file that the file at `path` is under another name, or None."""
+        if not self._denied.active:
+            return None
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        other = self.denied_inode(st)
+        return other if other is not None and other != path else None
 
     def sandbox_auto_allow(self) -> bool:
         """Whether a non-read-only command may run unasked because the sandbox contains it.
@@ -101,32 +117,19 @@ class PermissionEngine:
             return False
 
     def read_denied_paths(self) -> list[Path]:
-        """Files and directories in the workspace roots that a Read deny rule covers (the read-only
-        jail masks them). A bounded walk (MASK_SCAN entries, skipping what it masks), reused for
-        a few seconds; nothing to walk when there are no deny rules."""
-        if not self.rules.has("deny"):
+        """Files and directories in the workspace roots that a Read deny rule covers, and hard
+        links to such files (the read-only jail masks them all), from a fresh walk of the whole
+        tree (`files.scan`); nothing to walk when there are no deny rules."""
+        if not self._denied.active:
             return []
-        now = time.monotonic()
-        if self._masks is not None and now - self._masks[0] < MASK_TTL_S:
-            return self._masks[1]
-        found: list[Path] = []
-        seen = 0
-        stack = list(self.workspace.roots)
-        while stack and seen < MASK_SCAN:
-            d = stack.pop()
-            try:
-                with os.scandir(d) as it:
-                    for e in it:
-                        seen += 1
-                        p = Path(e.path)
-                        if self.rules.read_denied(p):
-                            found.append(p)
-                        elif e.is_dir(follow_symlinks=False):
-                            stack.append(p)
-            except OSError:
-                continue
-        self._masks = (now, found)
-        return found
+        return self._denied.view(self.workspace.roots, 0.0).masks
+
+    def read_mask_gap(self) -> str | None:
+        """Why the jail cannot mask every Read-denied path right now (the walk ran out of time),
+        or None."""
+        if not self._denied.active:
+            return None
+        return self._denied.view(self.workspace.roots, INODES_MAX_AGE_S).gap
 
     def jail_available(self) -> bool:
         if self._jail_available is None:
@@ -192,7 +195,27 @@ class PermissionEngine:
 
     def decide_command(self, request: CommandRequest) -> tuple[Decision, "Analysis"]:
         """The decision for a shell command's parts and the analysis it was made from."""
-        return self._commands.decide(request)
+        decision, analysis = self._commands.decide(request)
+        return self._unless_unprotected(decision), analysis
+
+    def _unless_unprotected(self, decision: Decision) -> Decision:
+        """A command allowed to run unasked because the jail or the sandbox protects paths asks
+        instead when that protection is incomplete (the walk that finds the paths ran out of
+        time, or there are more than the sandbox takes): a refusal with the reason, never a
+        silent gap."""
+        if decision.behavior != "allow":
+            return decision
+        gap = None
+        if decision.decided_by == "read-only" and self.jail_available():
+            gap = self.read_mask_gap()
+        elif decision.decided_by == "sandbox":
+            from ..sandbox.protected import protection_gap
+
+            gap = next((g for g in map(protection_gap, self.workspace.roots) if g), None)
+        if gap is None:
+            return decision
+        return Decision.ask(f"{decision.reason}, but {gap}, so it cannot run unasked", "workspace",
+                            suggestion="add a rule allowing this command, or narrow the workspace")
 
     def explain_command(self, request: CommandRequest, tool: str = "Bash") -> tuple[Decision, "Analysis"]:
         """What a Bash call of this command would be decided, with the one analysis behind it
@@ -206,6 +229,10 @@ class PermissionEngine:
         matched = self.rules.match_path(access, path, tool)
         if matched is not None:
             return Decision.from_rule(*matched)
+        link = self.denied_link(path)
+        if link is not None:
+            return Decision.deny(f"{rel} is the same file as {self.workspace.relative(link)} (a hard link), "
+                                 "which a Read deny rule covers", "rule")
         inside = self.workspace.is_inside(path)
         if access == "read":
             if inside or self.workspace.is_internal_readable(path):

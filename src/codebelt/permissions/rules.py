@@ -112,6 +112,15 @@ class Rule:
         return spec.match_file(rel_text) or spec.match_file(rel_text + "/")  # type: ignore[attr-defined]
 
 
+    def path_regex(self) -> tuple[Path, "re.Pattern[str] | None"]:
+        """(base, regex) such that `matches_path(p)` is `regex.match(rel)` for rel = p relative to
+        base, tried as `rel` and `rel + "/"` (a walk tests thousands of names with it). The
+        regex is None for a pattern that can match nothing (a negation)."""
+        base, spec = self._path_matcher
+        pattern = spec.patterns[0]  # type: ignore[attr-defined]
+        return base, pattern.regex if pattern.include else None
+
+
 def parse_rules(entries, root: Path) -> list[tuple[str, Rule]]:
     """(behavior, Rule) for every RuleSource; bad rules raise RuleError naming their source."""
     return [(e.behavior, Rule.parse(e.text, e.source, root)) for e in entries]
@@ -214,6 +223,11 @@ class RuleSet:
             if prefix == directory or directory in prefix.parents or prefix in directory.parents:
                 return rule
         return None
+
+    def read_deny_rules(self) -> list[Rule]:
+        """The rules that deny reading: deny rules of the read family (and `Read`). A path is
+        read-denied exactly when one of them matches it (deny is consulted first)."""
+        return self.of("deny", self.members["read"] | {"Read"})
 
     def read_denied(self, path: Path) -> bool:
         m = self.match_path("read", path)

@@ -16,8 +16,12 @@ with hooks; from the next command on they are read-only.
 from __future__ import annotations
 
 import os
-import time
+import stat
+import weakref
 from pathlib import Path
+
+from ..files.beneath import Beneath
+from ..files.scan import DIR, Dir, Snapshot, shared
 
 # Directories at the top of a root, read-only whether or not they exist yet.
 PROTECTED_DIRS = (".codebelt", ".claude")
@@ -38,11 +42,29 @@ def placeholders(root: Path) -> list[Path]:
 # Inside a `.git` directory, besides hooks/ and config: files that point git elsewhere or add
 # configuration, and each submodule's own hooks and config.
 GIT_EXTRA_FILES = ("commondir", "config.worktree")
-MAX_SCAN = 20_000  # entries looked at for nested repositories and agent settings
-# Nested paths protected at most: each is a mount, and bwrap takes a few thousand arguments at
-# most (a workspace under /tmp, or a tree of vendored repositories, can hold thousands).
-MAX_NESTED = 256
-SKIP_DIRS = frozenset({"node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache"})
+# Nested paths protected at most: each is a mount, and a sandbox with thousands of mounts starts
+# slowly. More than this is a gap, reported by `protection_gap` (the command then asks).
+MAX_NESTED = 1024
+NESTED_NAMES = (".git", ".claude", ".codebelt")
+FRESH_S = 0.1  # one command's set-up asks several times: a walk this recent counts as now
+
+
+def _notable(name: str) -> bool:
+    return name in NESTED_NAMES or name.startswith(".env")
+
+
+_notable_cache: "weakref.WeakKeyDictionary[Dir, tuple[str, ...]]" = weakref.WeakKeyDictionary()
+
+
+def _notable_in(d: Dir) -> tuple[str, ...]:
+    hit = _notable_cache.get(d)
+    if hit is None:
+        hit = _notable_cache[d] = tuple(n for n in d.names if _notable(n))
+    return hit
+
+
+def _inside_git(rel: str) -> bool:
+    return ".git" in rel.split("/")
 
 
 def _git_paths(git: Path) -> tuple[list[Path], list[Path]]:
@@ -58,41 +80,33 @@ def _git_paths(git: Path) -> tuple[list[Path], list[Path]]:
     return [git], ro
 
 
-_NESTED_TTL_S = 5.0  # a walk is reused this long: commands start often, trees change rarely
-_nested_cache: dict[Path, tuple[float, list[Path]]] = {}
+def _nested_of(snap: Snapshot) -> list[Path]:
+    """`.git`, `.claude`, `.codebelt` and `.env*` below the top of the snapshot's root, at any
+    depth (not inside a `.git`: its insides are protected as a repository's)."""
+    found: list[Path] = []
+    for rel, d in snap.dirs.items():
+        if not rel or _inside_git(rel):
+            continue
+        found += [snap.path(rel, n) for n in _notable_in(d)]
+    return found
 
 
 def _nested(root: Path) -> list[Path]:
-    """`.git`, `.claude`, `.codebelt` and `.env*` below the top of `root` (bounded walk, reused
-    for a few seconds)."""
-    hit = _nested_cache.get(root)
-    now = time.monotonic()
-    if hit is not None and now - hit[0] < _NESTED_TTL_S:
-        return hit[1]
-    found = _walk_nested(root)
-    _nested_cache[root] = (now, found)
-    return found
+    return _nested_of(shared(root).snapshot(FRESH_S))
 
 
-def _walk_nested(root: Path) -> list[Path]:
-    found: list[Path] = []
-    stack = [root]
-    seen = 0
-    while stack and seen < MAX_SCAN:
-        d = stack.pop()
-        try:
-            with os.scandir(d) as it:
-                for e in it:
-                    seen += 1
-                    if d != root and (e.name in (".git", ".claude", ".codebelt") or e.name.startswith(".env")):
-                        found.append(Path(e.path))
-                        if len(found) >= MAX_NESTED:
-                            return found
-                    if e.is_dir(follow_symlinks=False) and e.name not in SKIP_DIRS and e.name != ".git":
-                        stack.append(Path(e.path))
-        except OSError:
-            continue
-    return found
+def protection_gap(root: Path) -> str | None:
+    """Why the protected paths of `root` cannot all be protected right now (the walk ran out of
+    time, or there are more nested ones than the sandbox takes), or None. A command that would
+    run unasked because the sandbox protects them must ask instead."""
+    snap = shared(root).snapshot(FRESH_S)
+    if not snap.complete:
+        return f"protected paths (nested .git, .claude, .env) could not all be found: {snap.reason}"
+    n = len(_nested_of(snap))
+    if n > MAX_NESTED:
+        return (f"{root} holds {n:,} nested .git, .claude, .codebelt and .env* paths, more than the "
+                f"{MAX_NESTED:,} the sandbox protects")
+    return None
 
 
 def protected_paths(root: Path, writable: tuple[Path, ...]) -> list[tuple[Path, str]]:
@@ -102,7 +116,8 @@ def protected_paths(root: Path, writable: tuple[Path, ...]) -> list[tuple[Path, 
     read-only. Symlinks are resolved so a bind lands on what the link points at."""
     pins: list[Path] = []
     ro: list[Path] = [root / name for name in PROTECTED_DIRS]
-    gits = [root / ".git", *[p for p in _nested(root) if p.name == ".git"]]
+    nested = _nested(root)[:MAX_NESTED]
+    gits = [root / ".git", *[p for p in nested if p.name == ".git"]]
     for git in gits:
         if git.is_dir() and not git.is_symlink():
             pin, paths = _git_paths(git)
@@ -115,7 +130,7 @@ def protected_paths(root: Path, writable: tuple[Path, ...]) -> list[tuple[Path, 
             ro += [root / e.name for e in entries if e.name.startswith(".env")]
     except OSError:
         pass
-    ro += [p for p in _nested(root) if p.name != ".git"]
+    ro += [p for p in nested if p.name != ".git"]
     out: list[tuple[Path, str]] = []
     seen: set[Path] = set()
     for kind, paths in (("pin", pins), ("ro", ro)):
@@ -131,29 +146,103 @@ def protected_paths(root: Path, writable: tuple[Path, ...]) -> list[tuple[Path, 
     return out
 
 
-def env_files(roots: tuple[Path, ...] | list[Path]) -> set[Path]:
-    """`.env*` files in the roots now (a fresh bounded walk). A bind mount can only protect a
-    file that exists, so a command auto-allowed in the sandbox that *creates* one is caught by
-    comparing this before and after it (`new_env_files`)."""
-    found: set[Path] = set()
+# -- creations a command that runs unasked may not make -----------------------------------------
+# A bind mount can only protect what exists. What a command auto-allowed in the sandbox creates
+# among these is removed afterwards (`undo_creations`), compared with `guarded(roots)` before it.
+GIT_NEW_FILES = ("config", *GIT_EXTRA_FILES)  # in a `.git` (or a submodule's) directory: git reads them
+
+
+def _is_module_dir(rel: str) -> bool:
+    parts = rel.split("/")
+    return len(parts) >= 3 and parts[-2] == "modules" and ".git" in parts[:-2]
+
+
+def _guarded_of(snap: Snapshot) -> dict[Path, str]:
+    """Path → kind (DIR, FILE, LINK, OTHER) of everything whose creation is undone: `.git`,
+    `.claude`, `.codebelt` and `.env*` at any depth; in every git directory (and submodule's),
+    `config`, `commondir`, `config.worktree`; hooks of submodules that are not samples."""
+    out: dict[Path, str] = {}
+    for rel, d in snap.dirs.items():
+        in_git = _inside_git(rel)
+        if not in_git:
+            for n in _notable_in(d):
+                if not rel and n in PROTECTED_DIRS:
+                    continue  # read-only mounts, made as placeholders when missing: nothing gets in
+                out[snap.path(rel, n)] = d.kinds[d.names.index(n)]
+            continue
+        last = rel.rsplit("/", 1)[-1]
+        if last == ".git" or _is_module_dir(rel):
+            for n, k in zip(d.names, d.kinds):
+                if n in GIT_NEW_FILES:
+                    out[snap.path(rel, n)] = k
+        elif last == "hooks" and _is_module_dir(rel.rsplit("/", 1)[0]):
+            for n, k in zip(d.names, d.kinds):
+                if not n.endswith(".sample"):
+                    out[snap.path(rel, n)] = k
+    return out
+
+
+def guarded(roots: tuple[Path, ...] | list[Path]) -> dict[Path, str]:
+    """What exists now among the paths whose creation is undone (a fresh walk of each root)."""
+    out: dict[Path, str] = {}
     for root in roots:
-        try:
-            with os.scandir(root) as entries:
-                found |= {Path(e.path) for e in entries if e.name.startswith(".env")}
-        except OSError:
-            pass
-        found |= {p for p in _walk_nested(root) if p.name.startswith(".env")}
-    return found
+        out.update(_guarded_of(shared(root).snapshot()))
+    return out
 
 
-def remove_new_env_files(before: set[Path], roots: tuple[Path, ...] | list[Path]) -> list[Path]:
-    """Remove the `.env*` files that appeared since `before` (files and links only); returns them."""
-    removed: list[Path] = []
-    for p in sorted(env_files(roots) - before):
-        try:
-            if p.is_symlink() or p.is_file():
-                p.unlink()
-                removed.append(p)
-        except OSError:
-            pass
+WHY_REMOVED = {
+    ".env": "tools load .env files automatically",
+    ".git": "git runs the hooks and config of a repository",
+    ".claude": "it would configure the agent",
+    ".codebelt": "it would configure the agent",
+}
+
+
+def _why(path: Path, roots) -> str:
+    for part in reversed(path.parts):
+        if part.startswith(".env"):
+            return WHY_REMOVED[".env"]
+        if part in WHY_REMOVED:
+            return WHY_REMOVED[part]
+    return WHY_REMOVED[".git"]
+
+
+def undo_creations(before: dict[Path, str], roots: tuple[Path, ...] | list[Path]) -> list[tuple[Path, str]]:
+    """Remove what appeared among the guarded paths since `before`; returns (path, why) for
+    each. A new `.env*` directory (a virtualenv named `.env`) is left alone; everything else is
+    removed — files and links unlinked, directories removed with their contents — through
+    descriptors opened without following symlinks."""
+    after = guarded(roots)
+    removed: list[tuple[Path, str]] = []
+    gone: list[Path] = []
+    for p in sorted(set(after) - set(before), key=lambda q: len(q.parts)):
+        if any(g in p.parents for g in gone):
+            continue  # inside a directory already removed
+        kind = after[p]
+        if kind == DIR and p.name.startswith(".env"):
+            continue
+        if _remove(p, kind, roots):
+            removed.append((p, _why(p, roots)))
+            gone.append(p)
     return removed
+
+
+def _remove(p: Path, kind: str, roots) -> bool:
+    import shutil
+
+    where = Beneath(tuple(roots))
+    try:
+        dfd = where.open_dir(p.parent)
+    except OSError:
+        return False
+    try:
+        st = os.stat(p.name, dir_fd=dfd, follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(p.name, dir_fd=dfd)  # fd-based: never follows a symlink inside
+        else:
+            os.unlink(p.name, dir_fd=dfd)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(dfd)

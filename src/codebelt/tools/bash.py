@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import ShellError
 from ..permissions.requests import CommandRequest
-from ..sandbox.protected import env_files, remove_new_env_files
+from ..sandbox.protected import guarded, undo_creations
 from ..shell.analysis.parse import Script, parse
 from ..shell.analysis.patch_call import PatchInvocation, find_invocation
 from ..shell.execution.cwd import ShellCwd
@@ -138,13 +138,42 @@ def _patch_base(inv: PatchInvocation, cwd: Path, ctx: ToolContext) -> Path:
 
 
 # -- result shaping -------------------------------------------------------------------------------
-def _env_files(ctx: ToolContext) -> set[Path] | None:
-    """For a command auto-allowed because the sandbox contains it: the `.env*` files before it
-    runs (the sandbox protects existing ones; a new one is removed afterwards). None otherwise."""
+def _guarded_before(ctx: ToolContext) -> dict[Path, str] | None:
+    """For a command auto-allowed because the sandbox contains it: what exists of the paths it
+    may not create (`.env*`, `.git` internals and gitfiles, nested agent settings), which the
+    sandbox cannot protect before they exist; what it creates is removed afterwards. None
+    otherwise (a person or a rule allowed the command: they chose)."""
     decision = ctx.decision
     if decision is None or decision.decided_by != "sandbox":
         return None
-    return env_files(ctx.workspace.roots)
+    return guarded(ctx.workspace.roots)
+
+
+def _undo_note(ctx: ToolContext, before: dict[Path, str] | None) -> str | None:
+    if before is None:
+        return None
+    removed = undo_creations(before, ctx.workspace.roots)
+    if not removed:
+        return None
+    names = "; ".join(f"{ctx.workspace.relative(p)} ({why})" for p, why in removed)
+    return (f"Removed {names}: a command that runs unasked in the sandbox may not create these. "
+            "Write a file with the Write tool, which asks, or ask the user to run the command.")
+
+
+def _undo_at_exit(ctx: ToolContext, proc: ShellProcess, before: dict[Path, str] | None) -> None:
+    """The same for a command that goes on in the background: undone when it ends, and said in
+    the next result."""
+    if before is None:
+        return
+
+    def undo(_proc) -> None:
+        note = _undo_note(ctx, before)
+        if note:
+            ctx.emit("notice", {"text": f"A background command ended. {note}"})
+
+    proc.on_exit.append(undo)
+    if not proc.running:
+        undo(proc)
 
 
 def _jail(ctx: ToolContext):
@@ -328,7 +357,7 @@ class Bash(Tool):
             return self._start_background(params, ctx, manager, cwd, cwd_note)
 
         jail = _jail(ctx)
-        env_before = _env_files(ctx)
+        env_before = _guarded_before(ctx)
         budget_ms = ctx.settings.bash.auto_background_ms if ctx.settings.bash.auto_background else None
         progress = _progress_sink(ctx)
         oom_before = _oom_kills(ctx)
@@ -347,23 +376,21 @@ class Bash(Tool):
             on_progress=progress,
         )
         if not finished:
+            _undo_at_exit(ctx, proc, env_before)
             return self._moved_to_background(params, ctx, manager, proc, budget_ms or 0)
         return self._finished(params, ctx, proc, timeout_ms, cwd_service, cwd_note, oom_before, jailed=jail is not None,
                               env_before=env_before)
 
     def _finished(self, params: BashInput, ctx: ToolContext, proc: ShellProcess, timeout_ms: int,
                   cwd_service: ShellCwd, cwd_note: str | None, oom_before: int = 0,
-                  jailed: bool = False, env_before: set[Path] | None = None) -> ToolResult:
+                  jailed: bool = False, env_before: dict[Path, str] | None = None) -> ToolResult:
         out = proc.outcome
         assert out is not None
         before, _ = cwd_service.current(consume=False)
         notes = [n for n in (cwd_note, cwd_service.learn(out.final_cwd)) if n]
-        if env_before is not None:
-            removed = remove_new_env_files(env_before, ctx.workspace.roots)
-            if removed:
-                names = ", ".join(ctx.workspace.relative(p) for p in removed)
-                notes.append(f"Removed {names}: a command that runs unasked in the sandbox may not create "
-                             ".env files (tools load them automatically). Write it with the Write tool, which asks.")
+        undone = _undo_note(ctx, env_before)
+        if undone:
+            notes.append(undone)
         after, _ = cwd_service.current(consume=False)
         if after != before:
             ctx.emit("cwd_changed", {"old": str(before), "new": str(after)})
@@ -408,11 +435,13 @@ class Bash(Tool):
     def _start_background(self, params: BashInput, ctx: ToolContext, manager: TaskManager,
                           cwd: Path, cwd_note: str | None) -> ToolResult:
         timeout_ms = params.timeout if params.timeout is not None else ctx.settings.bash.background_timeout_ms
+        before = _guarded_before(ctx)
         try:
             proc = manager.spawn(params.command, cwd, (timeout_ms / 1000) if timeout_ms else None, record_cwd=False,
                                  wrap=_jail(ctx))
         except ShellError as e:
             raise ToolError(f"The command could not be started: {e}") from None
+        _undo_at_exit(ctx, proc, before)
         task = manager.adopt(proc, params.command, params.description, "requested")
         text = (
             f"Command running in background with ID: {task.id}. Output is being written to "

@@ -1,0 +1,109 @@
+"""Protected paths that do not exist yet: a command auto-allowed because the sandbox contains it
+cannot create them, or what it creates is removed afterwards and the result says so. Verified by
+effect with real sandboxed commands (bwrap): the path does not exist on the host afterwards.
+
+The commands write through python3 so the classifier cannot see the path (it would ask for a
+protected redirect target): the sandbox, not the classifier, is what is tested here."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from codebelt import Session
+
+
+def py(path: str, text: str = "x") -> str:
+    return (f"python3 -c \"import os; p = '{path}'; os.makedirs(os.path.dirname(p) or '.', exist_ok=True); "
+            f"open(p, 'w').write('{text}')\"")
+
+
+# (label, command, path that must not exist afterwards, how: "undone" | "prevented")
+CASES = [
+    ("commondir", py(".git/commondir", "/tmp/evil"), ".git/commondir", "undone"),
+    ("config.worktree", py(".git/config.worktree", "[core] fsmonitor = id"), ".git/config.worktree", "undone"),
+    ("nested claude settings", py("sub/.claude/settings.json", "{}"), "sub/.claude", "undone"),
+    ("nested codebelt settings", py("sub/.codebelt/settings.local.json", "{}"), "sub/.codebelt", "undone"),
+    ("new gitfile", py("sub/.git", "gitdir: ../evil"), "sub/.git", "undone"),
+    ("new nested repository", "git init -q deep/repo", "deep/repo/.git", "undone"),
+    ("submodule hook", py(".git/modules/m/hooks/post-checkout", "#!/bin/sh"), ".git/modules/m/hooks/post-checkout",
+     "undone"),
+    ("submodule commondir", py(".git/modules/m/commondir", "/tmp"), ".git/modules/m/commondir", "undone"),
+    ("envrc", "cp a.txt .envrc", ".envrc", "undone"),
+    ("nested env", py("app/x/.env.production", "A=1"), "app/x/.env.production", "undone"),
+    ("hook", py(".git/hooks/pre-commit", "#!/bin/sh"), ".git/hooks/pre-commit", "prevented"),
+    ("top codebelt settings", py(".codebelt/settings.local.json", "{}"), ".codebelt/settings.local.json",
+     "prevented"),
+    ("top claude settings", py(".claude/settings.local.json", "{}"), ".claude/settings.local.json", "prevented"),
+]
+
+SETTINGS = {"sandbox": {"mode": "bwrap", "autoAllowBash": True}}
+
+
+@pytest.fixture
+def repo(ws: Path) -> Path:
+    (ws / "a.txt").write_text("alpha\n")
+    (ws / "sub").mkdir()
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    return ws
+
+
+def sandboxed(repo: Path) -> Session:
+    s = Session(repo, settings=SETTINGS, load_user_settings=False, audit=False)
+    if not s.sandbox().status.protected_paths:
+        s.close()
+        pytest.skip(f"no bwrap sandbox here: {s.sandbox().status.reason}")
+    return s
+
+
+@pytest.mark.parametrize("label,command,path,how", CASES, ids=[c[0] for c in CASES])
+def test_creations_are_prevented_or_undone(repo, label, command, path, how):
+    with sandboxed(repo) as s:
+        result = s.call("Bash", {"command": command})
+    assert "Permission to use Bash" not in result.text, result.text  # it ran, unasked
+    assert not os.path.lexists(repo / path), f"{label}: {path} exists after {command!r}\n{result.text}"
+    if how == "undone":
+        assert "Removed" in result.text and Path(path).parts[0] in result.text, result.text
+    assert (repo / "a.txt").read_text() == "alpha\n"
+
+
+def test_ordinary_writes_are_kept(repo):
+    with sandboxed(repo) as s:
+        result = s.call("Bash", {"command": py("src/app.env.py", "ok") + " && " + py("sub/notes.txt", "ok")})
+    assert "Removed" not in result.text, result.text
+    assert (repo / "src" / "app.env.py").read_text() == "ok" and (repo / "sub" / "notes.txt").read_text() == "ok"
+
+
+def test_a_new_env_directory_is_left_alone(repo):
+    """`python -m venv .env` is common: a new `.env` directory is not a secrets file."""
+    with sandboxed(repo) as s:
+        s.call("Bash", {"command": py(".env/bin/activate", "# venv")})
+    assert (repo / ".env" / "bin" / "activate").exists()
+
+
+def test_background_commands_are_undone_when_they_end(repo):
+    with sandboxed(repo) as s:
+        r = s.call("Bash", {"command": "sleep 0.3; " + py(".git/commondir", "/tmp/evil"), "run_in_background": True})
+        assert not r.is_error, r.text
+        task = r.data["backgroundTaskId"]
+        seen = s.call("TaskOutput", {"task_id": task, "block": True, "timeout": 30000}).text
+        deadline = time.monotonic() + 10
+        while os.path.lexists(repo / ".git" / "commondir") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not os.path.lexists(repo / ".git" / "commondir")
+        seen += s.call("Glob", {"pattern": "*.txt"}).text  # the next result says so, if none did yet
+        assert "Removed .git/commondir" in seen, seen
+
+
+def test_a_person_approved_command_keeps_what_it_made(repo):
+    """The undo is for commands that ran unasked; a rule or a person chose otherwise."""
+    settings = {**SETTINGS, "permissions": {"allow": ["Bash(git init *)"]}}
+    with Session(repo, settings=settings, load_user_settings=False, audit=False) as s:
+        if not s.sandbox().status.protected_paths:
+            pytest.skip("no bwrap sandbox here")
+        r = s.call("Bash", {"command": "git init -q deep/repo"})
+    assert (repo / "deep" / "repo" / ".git").is_dir(), r.text
