@@ -2,9 +2,15 @@
 50 MB file, and `codebelt call Read` cold start — each next to its shell baseline, in one run.
 
     .venv/bin/python benchmarks/bench_files.py [--quick]
+    .venv/bin/python benchmarks/bench_files.py --open-path --before REF [--runs 5]
 
 The corpus is generated once under benchmarks/.corpus/ (gitignored) and reused. `--quick` uses a
 ~50 MB file with the page at line 500,000 (for a fast smoke run).
+
+`--open-path` measures what opening through `files/beneath` costs: per-call latency of Read,
+Write and Edit of small files through a Session, for this tree and for the commit REF (checked
+out into a temporary worktree), run alternately in the same minute, and the bare open of a file
+(`open()` vs `Beneath.open_regular`).
 """
 
 from __future__ import annotations
@@ -160,11 +166,106 @@ def cold_start(runs: int) -> dict:
         shutil.rmtree(work, ignore_errors=True)
 
 
+OPEN_CHILD = r"""
+import json, os, statistics, sys, tempfile, time
+from pathlib import Path
+from codebelt import Session
+calls = int(sys.argv[1])
+root = Path(tempfile.mkdtemp(prefix="bench-open-"))
+text = "".join(f"line {i} of a small source file, long enough to look like code\n" for i in range(200))
+(root / "src" / "pkg").mkdir(parents=True)
+(root / "src" / "pkg" / "mod.py").write_text(text)
+(root / "src" / "pkg" / "w.py").write_text(text)
+def med(fn):
+    times = []
+    for i in range(calls):
+        t = time.perf_counter(); fn(i); times.append(time.perf_counter() - t)
+    return statistics.median(times)
+with Session(root=root, audit=False, load_user_settings=False, mode="acceptEdits",
+             settings={"lsp": {"autoDetect": False}}) as s:
+    def ok(r):
+        assert not r.is_error, r.text
+    out = {
+        "read": med(lambda i: ok(s.call("Read", {"file_path": "src/pkg/mod.py"}))),
+        "write": med(lambda i: ok(s.call("Write", {"file_path": "src/pkg/w.py", "content": text + str(i)}))),
+        "create": med(lambda i: ok(s.call("Write", {"file_path": f"src/new{i}/f.py", "content": text}))),
+        "edit": med(lambda i: ok(s.call("Edit", {"file_path": "src/pkg/mod.py", "old_string": f"line {i % 200} of",
+                                                  "new_string": f"line {i % 200} in"} if i < 200 else
+                                                 {"file_path": "src/pkg/mod.py", "old_string": f"line {i % 200} in",
+                                                  "new_string": f"line {i % 200} of"}))),
+    }
+print(json.dumps(out))
+"""
+
+BARE_OPEN = r"""
+import json, os, sys, time
+from pathlib import Path
+from codebelt.files.beneath import Beneath
+root = Path(sys.argv[1]); path = root / "src" / "pkg" / "mod.py"
+n = 20000
+def per(fn):
+    best = 1.0
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        best = min(best, (time.perf_counter() - t) / n)
+    return best
+def plain():
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC); os.fstat(fd); os.close(fd)
+b = Beneath((root,))
+def beneath():
+    b.open_regular(path).close()
+print(json.dumps({"open": per(plain), "beneath": per(beneath)}))
+"""
+
+
+def open_path(before: str, runs: int, calls: int = 400) -> None:
+    """Read/Write/Edit latency with the new open path vs commit `before`, alternating."""
+    repo = HERE.parent
+    tree = Path(tempfile.mkdtemp(prefix="bench-before-"))
+    subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", "--detach", str(tree), before], check=True)
+    try:
+        results: dict[str, list[dict]] = {"now": [], "before": []}
+        for _ in range(runs):
+            for label, src in (("before", tree / "src"), ("now", repo / "src")):
+                env = {**os.environ, "PYTHONPATH": str(src)}
+                out = subprocess.run([PY, "-c", OPEN_CHILD, str(calls)], capture_output=True, text=True,
+                                     timeout=600, env=env)
+                if out.returncode != 0:
+                    raise SystemExit(f"{label} child failed: {out.stderr[-2000:]}")
+                results[label].append(json.loads(out.stdout.strip().splitlines()[-1]))
+        work = Path(tempfile.mkdtemp(prefix="bench-bare-"))
+        (work / "src" / "pkg").mkdir(parents=True)
+        (work / "src" / "pkg" / "mod.py").write_text("x\n" * 200)
+        bare = json.loads(subprocess.run([PY, "-c", BARE_OPEN, str(work)], capture_output=True, text=True,
+                                         check=True, timeout=600, env={**os.environ, "PYTHONPATH": str(repo / "src")}
+                                         ).stdout)
+        shutil.rmtree(work, ignore_errors=True)
+    finally:
+        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], check=False)
+    names = {"read": "Read, 200-line file", "write": "Write over a read file", "create": "Write a new file in a new directory",
+             "edit": "Edit one line"}
+    print(f"median per call over {calls} calls, best of {runs} runs, alternating with {before}")
+    print(f"{'call':<40} {'now':>10} {'before':>10} {'ratio':>8}")
+    for key, name in names.items():
+        now = min(r[key] for r in results["now"])
+        old = min(r[key] for r in results["before"])
+        print(f"{name:<40} {now * 1e6:>8.0f}µs {old * 1e6:>8.0f}µs {now / old:>7.2f}×")
+    print(f"{'bare open + fstat + close':<40} {bare['beneath'] * 1e6:>8.1f}µs {bare['open'] * 1e6:>8.1f}µs "
+          f"{bare['beneath'] / bare['open']:>7.2f}×  (Beneath.open_regular vs os.open)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="~50 MB corpus, page at line 500,000")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--open-path", action="store_true", help="the cost of opening through files/beneath")
+    ap.add_argument("--before", default="HEAD~1", help="with --open-path: the commit to compare with")
     args = ap.parse_args()
+    if args.open_path:
+        open_path(args.before, args.runs)
+        return
     if args.quick:
         big, lines, offset = CORPUS / "lines_50mb.txt", 530_000, 500_000
     else:

@@ -19,8 +19,11 @@ SECRET = "TOKEN=deep-91be"
 BIG = 25_000
 
 
-@pytest.fixture
-def deep(ws: Path) -> Path:
+@pytest.fixture(scope="module")
+def deep(tmp_path_factory) -> Path:
+    """One tree for the module (25,000 files take seconds to make); the tests only read it or
+    fail to change it."""
+    ws = tmp_path_factory.mktemp("deep")
     big = ws / "big"
     big.mkdir()
     for i in range(BIG):
@@ -32,12 +35,13 @@ def deep(ws: Path) -> Path:
     return ws
 
 
-def test_a_deep_env_past_twenty_thousand_entries_is_masked(deep, make_session):
-    s = make_session(settings={"permissions": {"deny": ["Read(.env)"]}})
-    if s.sandbox().jail.backend is None:
-        pytest.skip(f"no read-only jail here: {s.sandbox().jail.reason}")
-    assert deep / "big" / "zz" / "app" / ".env" in s.engine.read_denied_paths()
-    r = s.call("Bash", {"command": "find big/zz -type f -name '.e*' | xargs cat"})
+def test_a_deep_env_past_twenty_thousand_entries_is_masked(deep):
+    settings = {"permissions": {"deny": ["Read(.env)"]}}
+    with Session(deep, settings=settings, load_user_settings=False, audit=False) as s:
+        if s.sandbox().jail.backend is None:
+            pytest.skip(f"no read-only jail here: {s.sandbox().jail.reason}")
+        assert deep / "big" / "zz" / "app" / ".env" in s.engine.read_denied_paths()
+        r = s.call("Bash", {"command": "find big/zz -type f -name '.e*' | xargs cat"})
     assert "Permission to use Bash" not in r.text, r.text  # ran unasked, in the jail
     assert SECRET not in r.text, r.text
 
