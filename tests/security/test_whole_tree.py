@@ -14,6 +14,7 @@ import pytest
 
 from codebelt import Session
 from codebelt.files import scan
+from tests.sandbox.test_jail import jailed
 
 SECRET = "TOKEN=deep-91be"
 BIG = 25_000
@@ -40,10 +41,13 @@ def test_a_deep_env_past_twenty_thousand_entries_is_masked(deep):
     with Session(deep, settings=settings, load_user_settings=False, audit=False) as s:
         if s.sandbox().jail.backend is None:
             pytest.skip(f"no read-only jail here: {s.sandbox().jail.reason}")
-        assert deep / "big" / "zz" / "app" / ".env" in s.engine.read_denied_paths()
-        r = s.call("Bash", {"command": "find big/zz -type f -name '.e*' | xargs cat"})
-    assert "Permission to use Bash" not in r.text, r.text  # ran unasked, in the jail
-    assert SECRET not in r.text, r.text
+        masks = s.engine.read_denied_paths()
+        assert deep / "big" / "zz" / "app" / ".env" in masks
+        if s.sandbox().jail.backend != "bwrap":
+            pytest.skip("only bwrap masks paths inside the workspace (Landlock cannot)")
+        # the classifier denies naming it; the jail is the second line for names it cannot see
+        proc = jailed(s.sandbox(), "cat big/zz/app/.env", deep, masks)
+    assert SECRET not in proc.stdout, proc.stdout
 
 
 def test_a_deep_nested_repository_is_protected(deep):
@@ -73,7 +77,7 @@ def test_jailed_commands_ask_when_the_masks_are_incomplete(ws, make_session, out
     s = make_session(settings={"permissions": {"deny": ["Read(.env)"]}})
     if s.sandbox().jail.backend is None:
         pytest.skip(f"no read-only jail here: {s.sandbox().jail.reason}")
-    r = s.call("Bash", {"command": "ls | xargs cat"})
+    r = s.call("Bash", {"command": "cat a.txt"})
     assert r.is_error and "took longer than" in r.text and "cannot run unasked" in r.text, r.text
 
 
@@ -93,5 +97,5 @@ def test_without_deny_rules_nothing_is_walked_for_masks(ws, make_session, out_of
     s = make_session()
     if s.sandbox().jail.backend is None:
         pytest.skip(f"no read-only jail here: {s.sandbox().jail.reason}")
-    r = s.call("Bash", {"command": "ls | xargs cat"})
+    r = s.call("Bash", {"command": "cat a.txt"})
     assert "alpha" in r.text, r.text
