@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import contextvars
+import fcntl
 import os
 import re
 import shutil
@@ -64,7 +65,7 @@ _swept = False
 def _sweep_orphaned_temp_dirs() -> None:
     """Remove the temp directories (command outputs, evicted results) of codebelt processes
     that died without closing their session (SIGKILL, a crash): once per process, only ours,
-    only directories whose process is gone."""
+    only directories whose owner is gone."""
     global _swept
     if _swept:
         return
@@ -82,11 +83,42 @@ def _sweep_orphaned_temp_dirs() -> None:
         try:
             if not e.is_dir(follow_symlinks=False) or e.stat(follow_symlinks=False).st_uid != uid:
                 continue
-            os.kill(int(m.group(1)), 0)
-        except ProcessLookupError:
-            shutil.rmtree(e.path, ignore_errors=True)
         except OSError:
             continue
+        if _owner_gone(e.path, int(m.group(1))):
+            shutil.rmtree(e.path, ignore_errors=True)
+
+
+def _owner_gone(path: str, pid: int) -> bool:
+    """The pid in a directory's name is only a hint: a process in another pid namespace (a
+    container sharing /tmp) has a number that means nothing here, and a dead owner's number may
+    be reused. A live session holds a lock on its directory (`_hold`): taking it proves the owner
+    is gone. The pid is still asked, for directories of versions that took no lock."""
+    try:
+        os.kill(pid, 0)
+        return False
+    except ProcessLookupError:
+        pass
+    except OSError:
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _hold(path: Path) -> int:
+    """Lock a session's temp directory for as long as the returned descriptor is open."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd
 
 
 def _task_info(task: Any) -> dict[str, Any]:
@@ -190,6 +222,7 @@ class Session:
         ]
         _sweep_orphaned_temp_dirs()
         self._tmp = Path(tempfile.mkdtemp(prefix=f"codebelt-{self.id}-p{os.getpid()}-"))
+        self._tmp_lock = _hold(self._tmp)
         try:
             self.results_dir = self._tmp / "results"
             self.results_dir.mkdir()
@@ -222,6 +255,7 @@ class Session:
                 self._audit = AuditLog.open(None if audit is True else Path(audit))
         except BaseException:  # a bad rule, an unusable audit path …: leave nothing behind
             shutil.rmtree(self._tmp, ignore_errors=True)
+            os.close(self._tmp_lock)
             raise
         self._closed = False
         self._hooks = self._load_hooks()
@@ -647,6 +681,7 @@ class Session:
         if self._audit is not None:
             self._audit.close()
         shutil.rmtree(self._tmp, ignore_errors=True)
+        os.close(self._tmp_lock)
 
     def __enter__(self) -> "Session":
         return self

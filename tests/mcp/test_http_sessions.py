@@ -112,6 +112,36 @@ def test_temp_dirs_of_dead_processes_are_swept(tmp_path, monkeypatch):
     assert not orphan.exists() and alive.exists() and unrelated.exists() and not own.exists()
 
 
+def test_a_live_sessions_dir_survives_whatever_pid_its_name_holds(tmp_path, monkeypatch):
+    """A session in another pid namespace (a container sharing /tmp) has a pid that names no
+    process here: its directory is kept as long as its owner holds the directory's lock."""
+    import sys
+
+    import codebelt.session as session_mod
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    held = tmp_path / f"codebelt-0123abcd-p{dead.pid}-held"
+    held.mkdir()
+    owner = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time\n"
+         "fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)\n"
+         "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(60)", str(held)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert owner.stdout.readline().strip() == "held"
+        monkeypatch.setattr(session_mod.tempfile, "gettempdir", lambda: str(tmp_path))
+        monkeypatch.setattr(session_mod, "_swept", False)
+        session_mod._sweep_orphaned_temp_dirs()
+        assert held.exists()
+    finally:
+        owner.kill()
+        owner.wait()
+    monkeypatch.setattr(session_mod, "_swept", False)
+    session_mod._sweep_orphaned_temp_dirs()
+    assert not held.exists()  # its owner is gone now
+
+
 @pytest.mark.parametrize("bad", [{"permissions": {"allow": ["Bash(unclosed"]}}, {"permissions": {"deny": ["(x)"]}}])
 def test_a_session_that_fails_to_start_leaves_no_temp_dir(tmp_path, monkeypatch, bad):
     import codebelt.session as session_mod

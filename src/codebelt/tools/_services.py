@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import uuid
 from pathlib import Path
 
 from ..files.lines import LineIndexCache
@@ -31,10 +32,17 @@ def shell_cwd(ctx: ToolContext) -> ShellCwd:
     return ShellCwd(ctx.workspace)
 
 
+def _instance() -> str:
+    """A name part no other session shares. A session id may be given (the CLI keeps one per CLI
+    session, across processes and at the same time): the cgroup a session kills at close and the
+    marker it sweeps must still be its own."""
+    return uuid.uuid4().hex[:8]
+
+
 def sandbox(ctx: ToolContext) -> Sandbox:
     """The session's sandbox, probed once."""
     config = SandboxConfig.from_settings(ctx.settings.sandbox, ctx.workspace.roots, ctx.temp_dir,
-                                         name=f"codebelt-{ctx.session_id}")
+                                         name=f"codebelt-{ctx.session_id}-{_instance()}")
     return Sandbox(config)
 
 
@@ -47,7 +55,7 @@ def task_manager(ctx: ToolContext) -> TaskManager:
 
     return TaskManager(
         ctx.results_dir / "shell",
-        f"{ctx.session_id}.",
+        f"{ctx.session_id}-{_instance()}.",
         build_env(bash.env, list(bash.env_allow), ctx.temp_dir, ""),
         grace_s=bash.kill_grace_ms / 1000,
         max_output_bytes=bash.max_output_bytes or None,

@@ -175,18 +175,21 @@ class ShellProcess:
         self._spool_fd = os.open(self.spool_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o600)
         try:
             self.started_at = time.monotonic()
-            self.proc = subprocess.Popen(
+            spool_fd = self._spool_fd
+            # From a thread that outlives the command (procs.spawn): a sandbox that dies with
+            # its parent would otherwise die with whichever worker thread started it.
+            self.proc = procs.spawn(lambda: subprocess.Popen(
                 argv,
                 cwd=self.cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
-                stdout=self._spool_fd,
+                stdout=spool_fd,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 close_fds=True,
                 pass_fds=(cwd_w,) if cwd_w >= 0 else (),
                 preexec_fn=preexec,
-            )
+            ))
         except OSError as e:
             self._run_cleanup()
             os.close(self._spool_fd)
@@ -236,6 +239,13 @@ class ShellProcess:
     def running(self) -> bool:
         return not self.exited.is_set()
 
+    @property
+    def reaped(self) -> bool:
+        """bash (or its sandbox) has been waited for: its pid, the group's number, is free for
+        anyone. From then on the group is reached member by member (procs.signal_members),
+        never by number. Read under `_lock`, which the watcher holds while it reaps."""
+        return self.proc is not None and self.proc.returncode is not None
+
     def elapsed_ms(self) -> float:
         end = self.ended_at if self.ended_at is not None else time.monotonic()
         return (end - self.started_at) * 1000
@@ -245,7 +255,7 @@ class ShellProcess:
         """Ask the group to end (SIGTERM now, SIGKILL after the grace period). Any thread.
         Returns False if the command had already exited."""
         with self._lock:
-            if self.exited.is_set():
+            if self.exited.is_set() or self.reaped:
                 return False
             if self._stop_reason is None:
                 self._stop_reason = reason
@@ -300,8 +310,9 @@ class ShellProcess:
                         pass
             else:  # no pidfd (old kernel): poll
                 time.sleep(min(wait if wait is not None else 0.05, 0.05))
-            if proc.poll() is not None:
-                break
+            with self._lock:  # reaping frees the pid: never while a signal to it is on its way
+                if proc.poll() is not None:
+                    break
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 self.stop("timeout")
@@ -309,7 +320,7 @@ class ShellProcess:
                   and self.output_size() > self.max_output_bytes):
                 self.stop("output_limit")
             with self._lock:
-                if self._kill_at is not None and now >= self._kill_at:
+                if self._kill_at is not None and now >= self._kill_at and not self.reaped:
                     procs.signal_group(proc.pid, signal.SIGKILL)
                     self._kill_at = None
             if until is not None and until():
@@ -376,7 +387,7 @@ class ShellProcess:
     def _clean_up(self, reason: str | None) -> None:
         try:
             if procs.group_alive(self.pid):
-                procs.kill_group(self.pid, self.grace_s)
+                procs.kill_members(self.pid, self.grace_s)  # bash was reaped: never by number
             if reason is not None and self.marker:
                 procs.sweep_marked(self.marker)
         finally:
@@ -397,6 +408,9 @@ class ShellProcess:
         """Session end: SIGKILL the group and its escapees at once, no grace."""
         if self.proc is None:
             return
-        procs.signal_group(self.pid, signal.SIGKILL)
+        with self._lock:
+            if not self.reaped:
+                procs.signal_group(self.pid, signal.SIGKILL)
+        procs.signal_members(self.pid, signal.SIGKILL)  # what is left once bash was reaped
         if self.marker:
             procs.sweep_marked(self.marker)
