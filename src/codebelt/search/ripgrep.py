@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
 from ..errors import RipgrepError, RipgrepNotFound
+from ..shell.execution.procs import signal_members
 
 DEFAULT_TIMEOUT = 20.0
 KILL_GRACE = 5.0
@@ -190,7 +191,9 @@ def _stop(proc: subprocess.Popen, grace: float) -> None:
         _kill_group(proc, signal.SIGKILL)
         proc.wait()
     else:
-        _kill_group(proc, signal.SIGKILL)  # stragglers in the group, if any
+        # Stragglers in the group, if any: one by one, pinned — rg was reaped, and its number
+        # (the group's) may already lead someone else's new command.
+        signal_members(proc.pid, signal.SIGKILL)
 
 
 def _run_once(

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import IntelError
+from ...shell.execution.procs import signal_members
 from . import methods as lsp
 from .transport import ProtocolError, encode, read_frame
 
@@ -301,10 +302,15 @@ class LspClient:
         except subprocess.TimeoutExpired:
             pass
         for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(self.proc.pid, sig)  # its own group: whatever it started goes too
-            except (ProcessLookupError, PermissionError):
-                break
+            if self.proc.returncode is not None:
+                # reaped: its number (the group's) may already lead someone else's new command
+                if not signal_members(self.proc.pid, sig):
+                    break
+            else:
+                try:
+                    os.killpg(self.proc.pid, sig)  # its own group: whatever it started goes too
+                except (ProcessLookupError, PermissionError):
+                    break
             try:
                 self.proc.wait(1.0)
             except subprocess.TimeoutExpired:
