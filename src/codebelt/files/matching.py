@@ -229,14 +229,12 @@ def replace(text: str, old: str, new: str, *, replace_all: bool = False, eol: st
     raise EditError(_not_found_message(text, stripped_old or old))
 
 
-def _styled_note(changed: list[str]) -> str:
+def _styled_note(changed: list[str]) -> str | None:
     if not changed:
-        return "new_string was written as given"
-    chars = " ".join(sorted(set(changed)))
+        return None
     n = len(changed)
-    return (f"{n} character{'s' if n != 1 else ''} of new_string {'were' if n != 1 else 'was'} written as the "
-            f"file has {'them' if n != 1 else 'it'} where new_string repeats the old text ({chars}); "
-            "the rest of new_string was written as given")
+    return (f"{n} character{'s' if n != 1 else ''} of new_string written as the file has "
+            f"{'them' if n != 1 else 'it'}: {' '.join(sorted(set(changed)))}")
 
 
 def _endings_like(text: str, start: int, end: int, new: str) -> str:
