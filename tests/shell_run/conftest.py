@@ -76,7 +76,7 @@ class Shell:
         return value
 
     def markers(self) -> list[str]:
-        return [f"{s.id}." for s in self.sessions]
+        return [f"{s.id}-" for s in self.sessions]  # markers are <id>-<instance>.<n>
 
 
 @pytest.fixture
