@@ -29,7 +29,8 @@ CREATE TABLE IF NOT EXISTS calls (
     duration_ms REAL NOT NULL,
     result_chars INTEGER NOT NULL,
     is_error INTEGER NOT NULL,
-    error TEXT
+    error TEXT,
+    checkpoint INTEGER
 );
 CREATE INDEX IF NOT EXISTS calls_ts ON calls(ts);
 CREATE TABLE IF NOT EXISTS hook_runs (
@@ -49,7 +50,7 @@ CREATE INDEX IF NOT EXISTS calls_tool ON calls(tool);
 """
 COLUMNS = (
     "id", "ts", "session_id", "workspace", "tool", "input", "decision", "decided_by", "reason",
-    "duration_ms", "result_chars", "is_error", "error",
+    "duration_ms", "result_chars", "is_error", "error", "checkpoint",
 )
 MAX_ERROR_CHARS = 1_000
 MAX_VALUE_CHARS = 500
@@ -100,6 +101,8 @@ def connect(path: Path) -> sqlite3.Connection:
     columns = {row[1] for row in conn.execute("PRAGMA table_info(calls)")}
     if "error" not in columns:  # a log written by an older codebelt
         conn.execute("ALTER TABLE calls ADD COLUMN error TEXT")
+    if "checkpoint" not in columns:  # the checkpoint a call made (see docs/checkpoints.md)
+        conn.execute("ALTER TABLE calls ADD COLUMN checkpoint INTEGER")
     return conn
 
 
@@ -130,6 +133,7 @@ class AuditLog:
         result_chars: int,
         is_error: bool,
         error: str | None = None,
+        checkpoint: int | None = None,
     ) -> None:
         # Keep the caller's cost tiny: summarise here (needs the live object), insert later.
         try:
@@ -146,6 +150,7 @@ class AuditLog:
                 result_chars,
                 int(is_error),
                 error[:MAX_ERROR_CHARS] if error else None,
+                checkpoint,
             )
             self._queue.put(row)
         except Exception as e:  # noqa: BLE001
@@ -189,8 +194,8 @@ class AuditLog:
                                 " duration_ms, decision, error) VALUES (?,?,?,?,?,?,?,?,?,?)", hook_rows)
                         conn.executemany(
                             "INSERT INTO calls (ts, session_id, workspace, tool, input, decision,"
-                            " decided_by, reason, duration_ms, result_chars, is_error, error)"
-                            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                            " decided_by, reason, duration_ms, result_chars, is_error, error, checkpoint)"
+                            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                             rows,
                         )
                 except Exception as e:  # noqa: BLE001 — the audit never fails a call

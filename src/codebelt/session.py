@@ -348,6 +348,7 @@ class Session:
             return
         if name == "task_end":
             task = data["task"]
+            self._checkpoint_task_end(task.id)
             with self._events_lock:
                 self._ended_tasks.append(task)
             info = _task_info(task)
@@ -446,6 +447,7 @@ class Session:
         tool_name = name
         use_id = None
         may_write = False
+        checkpoint: int | None = None
         try:
             if self._closed:
                 raise SessionClosed()
@@ -472,8 +474,13 @@ class Session:
                 result = ToolResult.error(decision.message(tool.name), decision=decision.to_dict())
             else:
                 ctx.decision = decision
-                result = tool.run(params, ctx)
-                result = budget.apply(tool, result, self.results_dir)
+                recording = self._checkpoint_begin(tool, params, ctx, decision)
+                ran: ToolResult | None = None
+                try:
+                    ran = tool.run(params, ctx)
+                finally:  # a call that failed half-way may still have written
+                    checkpoint = self._checkpoint_finish(recording, ran)
+                result = budget.apply(tool, ran, self.results_dir)
             if pre is not None:
                 _add_hook_output(result, pre)
         except ToolError as e:
@@ -501,7 +508,7 @@ class Session:
         if may_write:  # whatever the outcome: a failed command may still have written
             self._services.workspace_changed()
         result = self._with_notices(result)
-        self._record(tool_name, input, decision, result, started)
+        self._record(tool_name, input, decision, result, started, checkpoint)
         return result
 
     async def acall(
@@ -652,6 +659,7 @@ class Session:
         decision: Decision | None,
         result: ToolResult,
         started: float,
+        checkpoint: int | None = None,
     ) -> None:
         if self._audit is None:
             return
@@ -665,7 +673,94 @@ class Session:
             result_chars=len(result.text),
             is_error=result.is_error,
             error=result.text if result.is_error else None,
+            checkpoint=checkpoint,
         )
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def _checkpoints(self):
+        from .tools._services import checkpoints
+
+        return self.service(checkpoints)
+
+    def _checkpoint_begin(self, tool: Tool, params: Any, ctx: ToolContext, decision: Decision):
+        from . import checkpointing
+
+        try:
+            book = self._checkpoints()
+            return None if book is None else checkpointing.begin(book, tool, params, ctx, decision)
+        except Exception:  # noqa: BLE001 - a checkpoint that cannot be made never stops the call
+            return None
+
+    def _checkpoint_finish(self, recording: Any, result: ToolResult | None) -> int | None:
+        from . import checkpointing
+
+        if recording is None:
+            return None
+        try:
+            return checkpointing.finish(recording.book, recording, result or ToolResult(""), self._task_done)
+        except Exception:  # noqa: BLE001 - nor does one that cannot be stored
+            return None
+
+    def _task_done(self, task_id: str) -> bool:
+        return any(t["id"] == task_id and t["status"] != "running" for t in self.tasks())
+
+    def _checkpoint_task_end(self, task_id: str) -> None:
+        from .tools._services import checkpoints
+
+        book = self._services.peek(checkpoints)
+        if book is not None:
+            try:
+                book.close_task(task_id)
+            except Exception:  # noqa: BLE001 - the task's watcher thread must go on
+                pass
+
+    def checkpoints(self) -> list[dict[str, Any]]:
+        """This session's checkpoints, oldest first: id, kind (call, task, rewind), tool, label,
+        paths changed, paths whose earlier content was not kept, notes."""
+        book = self._checkpoints()
+        if book is None:
+            return []
+        return [{**cp.summary(), "paths": [book.relative(c.path) for c in cp.changes]}
+                for cp in book.list(session=self.id)]
+
+    def rewind(self, checkpoint_id: int, *, force: bool = False, dry_run: bool = False):
+        """Back to the state before checkpoint `checkpoint_id`: it and every later checkpoint of
+        this session undone, newest first. A path someone else changed since is reported and
+        left unless `force`. The rewind is itself a checkpoint (undo it to redo). Returns a
+        `RewindReport` (`.text()`, `.to_dict()`)."""
+        book = self._require_checkpoints()
+        try:
+            return book.rewind(int(checkpoint_id), session=self.id, force=force, dry_run=dry_run)
+        except KeyError:
+            raise ToolError(f"No checkpoint {checkpoint_id} in this workspace; list them with checkpoints().") from None
+        finally:
+            self._services.workspace_changed()
+
+    def undo(self, *, force: bool = False, dry_run: bool = False):
+        """Undo this session's last checkpoint (undoing a rewind redoes it)."""
+        book = self._require_checkpoints()
+        try:
+            return book.undo(session=self.id, force=force, dry_run=dry_run)
+        finally:
+            self._services.workspace_changed()
+
+    def reset(self, *, force: bool = False, dry_run: bool = False):
+        """Back to the workspace as it was when this session started (its first checkpoint)."""
+        book = self._require_checkpoints()
+        mine = book.list(session=self.id, limit=1_000_000)
+        if not mine:
+            from .checkpoints import RewindReport
+
+            return RewindReport([], [], [], dry_run=dry_run)
+        return self.rewind(mine[0].id, force=force, dry_run=dry_run)
+
+    def _require_checkpoints(self):
+        if self._closed:
+            raise SessionClosed()
+        book = self._checkpoints()
+        if book is None:
+            raise SettingsError("checkpoints are turned off (setting checkpoints.enabled)")
+        return book
 
     # -- lifetime ----------------------------------------------------------------------------
     def close(self) -> None:

@@ -208,6 +208,24 @@ class LspSettings(Section):
                                     workspace=LOWER)
 
 
+class CheckpointsSettings(Section):
+    enabled: bool = setting(
+        True, "Keep a checkpoint before every call that may change the workspace (file tools and Bash commands "
+        "that are not read-only), so it can be rewound (Session.rewind, `codebelt rewind`).")
+    directory: str | None = setting(None, "Where checkpoints are kept (default: $XDG_STATE_HOME/codebelt/checkpoints).")
+    max_store_mb: int = setting(2048, "Most content the checkpoint store keeps, in MB (oldest checkpoints go first).",
+                                gt=0, alias="maxStoreMB", workspace=LOWER)
+    max_age_days: float = setting(7, "Checkpoints older than this are removed.", gt=0, workspace=LOWER)
+    max_file_mb: int = setting(64, "Larger files are recorded as not kept (a rewind says so).", gt=0,
+                               alias="maxFileMB", workspace=LOWER)
+    max_call_mb: int = setting(1024, "Most new content one call's checkpoint may keep, in MB; past it the rest is "
+                               "recorded as not kept.", gt=0, alias="maxCallMB", workspace=LOWER)
+    max_files: int = setting(500_000, "Largest tree (files and directories in the writable roots) whose Bash changes "
+                             "are tracked; past it they are not recorded, and each checkpoint says so.", gt=0, workspace=LOWER)
+    model_tool: bool = setting(False, "Give the model the Checkpoints tool (list, rewind, undo). A person's feature "
+                               "first: off unless the user turns it on.")
+
+
 HOOK_EVENTS = (
     "PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure", "PostToolBatch",
     "SessionStart", "SessionEnd", "Notification", "CwdChanged",
@@ -277,6 +295,7 @@ class SettingsModel(Section):
     edit: EditSettings = setting(EditSettings(), "Edit and MultiEdit.")
     intel: IntelSettings = setting(IntelSettings(), "Code intelligence: the LSP and RepoMap tools, diagnostics after edits.")
     lsp: LspSettings = setting(LspSettings(), "Language servers behind the LSP tool and diagnostics.")
+    checkpoints: CheckpointsSettings = setting(CheckpointsSettings(), "Checkpoints before calls that may write, and rewind.")
     hooks: dict[HookEvent, list[MatcherGroupModel]] = setting(
         {}, "Claude Code's hooks: programs run around tool calls. A workspace's own hooks run only in a "
         "trusted workspace.")

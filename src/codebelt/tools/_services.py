@@ -8,6 +8,7 @@ import os
 import uuid
 from pathlib import Path
 
+from ..checkpoints import Checkpoints, Limits
 from ..files.lines import LineIndexCache
 from ..files.state import FileStates
 from ..intel.index import CodeIndex
@@ -99,3 +100,26 @@ def lsp_manager(ctx: ToolContext) -> LspManager:
         specs = []
     return LspManager(ctx.workspace.root, specs, request_timeout=cfg.request_timeout_ms / 1000,
                       start_timeout=cfg.start_timeout_ms / 1000)
+
+
+def checkpoint_dir(directory: str | None) -> Path:
+    if directory:
+        return Path(directory).expanduser()
+    base = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return Path(base) / "codebelt" / "checkpoints"
+
+
+def checkpoints(ctx: ToolContext) -> Checkpoints | None:
+    """The session's checkpoints (settings `checkpoints.*`); None when turned off."""
+    cfg = ctx.settings.checkpoints
+    if not cfg.enabled:
+        return None
+    limits = Limits(max_store_bytes=cfg.max_store_mb << 20, max_age_s=cfg.max_age_days * 86400,
+                    max_file_bytes=cfg.max_file_mb << 20, max_call_bytes=cfg.max_call_mb << 20,
+                    max_entries=cfg.max_files)
+    from ..sandbox.protected import GIT_PROTECTED_DIRS, PROTECTED_DIRS
+
+    placeholders = [str(r / d) for r in ctx.workspace.roots for d in PROTECTED_DIRS]
+    placeholders += [str(r / ".git" / d) for r in ctx.workspace.roots for d in GIT_PROTECTED_DIRS]
+    return Checkpoints(checkpoint_dir(cfg.directory), [str(r) for r in ctx.workspace.roots], ctx.session_id, limits,
+                       placeholders=placeholders)

@@ -1,0 +1,165 @@
+"""Which paths changed, from the kernel: inotify on every directory of the tracked trees.
+
+A change made by anyone (a sandboxed command, an unsandboxed one, the person's editor) queues an
+event on the directory holding the path, synchronously with the change: once a command has
+exited, every change it made is in the queue, and reading the queue costs time in proportion to
+what changed, not to the size of the tree. A thread reads the queue while commands run, so a
+command that writes a hundred thousand files does not overflow the kernel's queue (16,384
+events by default); if it overflows anyway, `drain` says so and the caller rescans.
+
+inotify watches directories, not trees: each new directory is watched as it appears (the caller
+lists it after adding the watch, so nothing created in between is missed). The per-user watch
+limit (`fs.inotify.max_user_watches`) bounds how many directories can be watched; past it `add`
+returns False and the caller falls back to scanning.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import os
+import select
+import struct
+import threading
+
+IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE = 0x2, 0x4, 0x8
+IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x40, 0x80, 0x100, 0x200
+IN_DELETE_SELF, IN_MOVE_SELF = 0x400, 0x800
+IN_Q_OVERFLOW, IN_IGNORED = 0x4000, 0x8000
+IN_ONLYDIR, IN_DONT_FOLLOW, IN_EXCL_UNLINK = 0x01000000, 0x02000000, 0x04000000
+IN_NONBLOCK, IN_CLOEXEC = os.O_NONBLOCK, os.O_CLOEXEC
+MASK = (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
+        | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
+_HEADER = struct.Struct("iIII")
+
+_libc = None
+
+
+def _lib():
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    return _libc
+
+
+def available() -> tuple[bool, str]:
+    try:
+        fd = _lib().inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+    except (OSError, AttributeError) as e:
+        return False, f"inotify is not available: {e}"
+    if fd < 0:
+        return False, f"inotify_init1 failed: {os.strerror(ctypes.get_errno())}"
+    os.close(fd)
+    return True, "inotify"
+
+
+class Journal:
+    def __init__(self) -> None:
+        fd = _lib().inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+        if fd < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"inotify_init1: {os.strerror(err)}")
+        self.fd = fd
+        self._lock = threading.Lock()
+        self._dirs: dict[int, str] = {}  # watch descriptor → directory path
+        self._wds: dict[str, int] = {}
+        self._pending: set[str] = set()
+        self._overflow = False
+        self._stop = False
+        self._thread = threading.Thread(target=self._read_loop, name="codebelt-journal", daemon=True)
+        self._thread.start()
+
+    @property
+    def watched(self) -> int:
+        return len(self._wds)
+
+    def add(self, directory: str) -> bool:
+        """Watch `directory`. False when the watch limit is reached (the caller must scan)."""
+        wd = _lib().inotify_add_watch(self.fd, os.fsencode(directory), MASK)
+        if wd < 0:
+            err = ctypes.get_errno()
+            if err in (errno.ENOSPC, errno.ENOMEM):
+                return False
+            return True  # gone or not a directory any more: its parent's event says so
+        with self._lock:
+            old = self._dirs.get(wd)
+            if old is not None and old != directory:  # the same directory, moved: one watch
+                self._wds.pop(old, None)
+            self._dirs[wd] = directory
+            self._wds[directory] = wd
+        return True
+
+    def watches(self, directory: str) -> bool:
+        with self._lock:
+            return directory in self._wds
+
+    def remove(self, directory: str) -> None:
+        with self._lock:
+            wd = self._wds.pop(directory, None)
+            if wd is None or self._dirs.get(wd) != directory:
+                return
+            del self._dirs[wd]
+        _lib().inotify_rm_watch(self.fd, wd)
+
+    def drain(self) -> tuple[set[str], bool]:
+        """Paths changed since the last drain, and whether events were lost (rescan)."""
+        with self._lock:
+            self._read_available()
+            paths, overflow = self._pending, self._overflow
+            self._pending, self._overflow = set(), False
+        return paths, overflow
+
+    def _read_loop(self) -> None:
+        while not self._stop:
+            try:
+                ready, _, _ = select.select([self.fd], [], [], 0.25)
+            except (OSError, ValueError):
+                return
+            if ready and not self._stop:
+                with self._lock:
+                    self._read_available()
+
+    def _read_available(self) -> None:
+        while True:
+            try:
+                buf = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                return
+            if not buf:
+                return
+            self._parse(buf)
+
+    def _parse(self, buf: bytes) -> None:
+        pos = 0
+        while pos + _HEADER.size <= len(buf):
+            wd, mask, _cookie, length = _HEADER.unpack_from(buf, pos)
+            pos += _HEADER.size
+            name = buf[pos:pos + length].split(b"\0", 1)[0]
+            pos += length
+            if mask & IN_Q_OVERFLOW:
+                self._overflow = True
+                continue
+            directory = self._dirs.get(wd)
+            if directory is None:
+                continue
+            if mask & IN_IGNORED:
+                del self._dirs[wd]
+                if self._wds.get(directory) == wd:
+                    del self._wds[directory]
+                continue
+            if name:
+                self._pending.add(directory + "/" + os.fsdecode(name))
+            else:  # the watched directory itself (deleted, moved, its mode changed)
+                self._pending.add(directory)
+
+    def close(self) -> None:
+        self._stop = True
+        self._thread.join(timeout=2)
+        with self._lock:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass

@@ -1,0 +1,317 @@
+"""One workspace's checkpoints, for one session: record calls, list, rewind, undo, reset.
+
+    book = Checkpoints(store_dir, roots, session_id, Limits(...))
+    rec = book.begin_files("Edit", "src/a.py", [path])   # file tools: their paths
+    rec = book.begin_command("Bash", "sed -i …")         # commands: what the tracker sees
+    ... the call runs ...
+    checkpoint_id = rec.finish()                          # None when nothing changed
+    book.rewind(checkpoint_id, dry_run=True)              # what would be done, as a diff
+
+Background tasks: `open_task(task_id, label)` when a command goes on after its call returned;
+what changes while no call runs is added to the newest open task's checkpoint, which
+`close_task` closes when the task ends. With no task open, changes between calls are someone
+else's (the person's editor): they become the new baseline, and a rewind never overwrites them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .entries import ABSENT, FILE, Entry
+from .manifest import Manifest, live_hashes
+from .records import Change, Checkpoint, Records
+from .rewind import Plan, Result, apply, plan
+from .store import ObjectStore, connect
+from .tracker import Budget, Tracker, changed
+
+GC_EVERY_S = 3600.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_store_bytes: int = 2048 << 20
+    max_age_s: float = 7 * 86400
+    max_file_bytes: int = 64 << 20
+    max_call_bytes: int = 1024 << 20
+    max_entries: int = 500_000
+
+
+@dataclass
+class RewindReport:
+    checkpoints: list[int]
+    restored: list[str]
+    conflicts: list[tuple[str, str]]  # path, why it was left
+    checkpoint: int | None = None  # the rewind's own checkpoint (undo it to redo)
+    dry_run: bool = False
+    diff: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"checkpoints": self.checkpoints, "restored": self.restored,
+                "conflicts": [{"path": p, "why": w} for p, w in self.conflicts],
+                "checkpoint": self.checkpoint, "dryRun": self.dry_run, "diff": self.diff}
+
+    def text(self, relative: Callable[[str], str] = lambda p: p) -> str:
+        verb = "Would restore" if self.dry_run else "Restored"
+        ids = ", ".join(map(str, self.checkpoints)) or "none"
+        lines = [f"{verb} {len(self.restored)} path(s), undoing checkpoint(s) {ids}."]
+        lines += [f"  {relative(p)}" for p in self.restored[:200]]
+        if self.conflicts:
+            lines.append(f"Left as they are ({len(self.conflicts)}; pass force to overwrite those changed by someone else):")
+            lines += [f"  {relative(p)}: {w}" for p, w in self.conflicts[:200]]
+        if self.checkpoint is not None:
+            lines.append(f"This rewind is checkpoint {self.checkpoint}: rewind it (or undo) to redo.")
+        if self.diff:
+            lines += ["", self.diff]
+        return "\n".join(lines)
+
+
+class Recording:
+    """One call being recorded; `finish()` stores its checkpoint."""
+
+    def __init__(self, book: "Checkpoints", tool: str, label: str, paths: list[str] | None,
+                 before: dict[str, Entry]):
+        self.book, self.tool, self.label, self.paths, self.before = book, tool, label, paths, before
+        self.started = time.time()
+        self.id: int | None = None
+
+    def finish(self) -> int | None:
+        self.id = self.book._finish(self)
+        return self.id
+
+
+class Checkpoints:
+    def __init__(self, store_dir: Path, roots: Iterable[str | os.PathLike[str]], session: str,
+                 limits: Limits = Limits(), *, use_journal: bool = True, placeholders: Iterable[str] = ()):
+        self.dir = Path(store_dir)
+        self.roots = [os.path.realpath(r) for r in roots]
+        self.workspace = self.roots[0]
+        self.session = session
+        self.limits = limits
+        self._lock = threading.RLock()
+        self._db_lock = threading.RLock()
+        self.conn = connect(self.dir / "checkpoints.db")
+        self.store = ObjectStore(self.dir, self.conn, self._db_lock)
+        self.records = Records(self.conn, self._db_lock)
+        store_real = os.path.realpath(self.dir)
+        self._skip = lambda p: p == store_real or p.startswith(store_real + "/")
+        self._use_journal = use_journal
+        # empty directories a sandbox creates as mount points (not the command's doing)
+        self._placeholders = {os.path.realpath(p) for p in placeholders}
+        self.tracker: Tracker | None = None
+        self._tasks: dict[str, int] = {}  # background task id → its open checkpoint
+        self._closed = False
+        self.collect_if_due()
+
+    # -- recording -------------------------------------------------------------------------
+    def begin_files(self, tool: str, label: str, paths: Iterable[str]) -> Recording:
+        """A call that writes the given paths (file tools): their state now, contents kept."""
+        paths = [p for p in dict.fromkeys(os.path.abspath(p) for p in paths)]
+        with self._lock:
+            before = self._look(paths, self._budget())
+        return Recording(self, tool, label, paths, before)
+
+    def begin_command(self, tool: str, label: str) -> Recording:
+        """A call that may write anywhere in the roots (a command): what changed since the last
+        look is someone else's (or a running task's), what changes from now on is this call's."""
+        with self._lock:
+            tracker = self._tracker()
+            if tracker.mode != "off":
+                self._absorb(tracker.sync(self._budget()))
+        return Recording(self, tool, label, None, {})
+
+    def _finish(self, rec: Recording) -> int | None:
+        with self._lock:
+            budget = self._budget()
+            notes: list[str] = []
+            if rec.paths is not None:
+                after = self._look(rec.paths, budget)
+                changes = [Change(p, rec.before[p], after[p]) for p in rec.paths]
+                changes = [c for c in changes if changed(c)]
+            else:
+                tracker = self._tracker()
+                changes = tracker.sync(budget) if tracker.mode != "off" else []
+                changes = [c for c in changes if not (c.path in self._placeholders and c.before.kind == ABSENT
+                                                      and c.after.kind == "dir")]
+                if tracker.mode == "off":
+                    notes.append(f"what this command changed was not recorded: {tracker.reason}")
+            if not changes and not notes:
+                return None
+            return self.records.add(self.workspace, self.session, "call", rec.tool, rec.label, changes, notes,
+                                    started=rec.started)
+
+    def _absorb(self, changes: list[Change]) -> None:
+        """Changes seen between calls: a running task's, else someone else's (kept as baseline)."""
+        if changes and self._tasks:
+            self.records.extend(list(self._tasks.values())[-1], changes)
+
+    def open_task(self, task_id: str, label: str) -> int:
+        with self._lock:
+            cid = self.records.add(self.workspace, self.session, "task", "Bash", label, [], open_=True)
+            self._tasks[task_id] = cid
+            return cid
+
+    def close_task(self, task_id: str) -> int | None:
+        """The task ended: what changed since the last look is its own; close its checkpoint."""
+        with self._lock:
+            cid = self._tasks.pop(task_id, None)
+            if cid is None:
+                return None
+            tracker = self.tracker
+            changes = tracker.sync(self._budget()) if tracker is not None and tracker.mode != "off" else []
+            self.records.extend(cid, changes, close=True)
+            return cid
+
+    def _budget(self) -> Budget:
+        room = self.limits.max_store_bytes - self.store.total_bytes()
+        return Budget(max(0, min(self.limits.max_call_bytes, room)))
+
+    def _tracker(self) -> Tracker:
+        if self.tracker is None:
+            manifests = {r: Manifest(self.conn, self._db_lock, r) for r in self.roots}
+            self.tracker = Tracker(self.roots, self.store, manifests, file_limit=self.limits.max_file_bytes,
+                                   max_entries=self.limits.max_entries, skip=self._skip,
+                                   use_journal=self._use_journal)
+            self.tracker.start()
+        return self.tracker
+
+    def start_tracking(self) -> str:
+        """Build the baseline now (else on the first command). Says how changes are found."""
+        with self._lock:
+            return f"{self._tracker().mode}: {self._tracker().reason}"
+
+    def _look(self, paths: list[str], budget: Budget) -> dict[str, Entry]:
+        if self.tracker is not None:
+            return self.tracker.look(paths, budget)
+        probe = Tracker(self.roots, self.store, {}, file_limit=self.limits.max_file_bytes, max_entries=0,
+                        use_journal=False)
+        return probe.look(paths, budget)
+
+    # -- reading ---------------------------------------------------------------------------
+    def list(self, session: str | None = None, limit: int = 1000) -> list[Checkpoint]:
+        """This workspace's checkpoints, oldest first (of one session when given)."""
+        return self.records.list(self.workspace, session, limit=limit)
+
+    def get(self, cid: int) -> Checkpoint | None:
+        cp = self.records.get(cid)
+        return cp if cp is not None and cp.workspace == self.workspace else None
+
+    # -- rewinding -------------------------------------------------------------------------
+    def rewind(self, cid: int, *, session: str | None = None, force: bool = False, dry_run: bool = False,
+               diff: bool = False) -> RewindReport:
+        """Back to the state before checkpoint `cid`: it and every later checkpoint (of
+        `session`, when given) undone, newest first. Raises KeyError for an unknown id."""
+        with self._lock:
+            if self.get(cid) is None:
+                raise KeyError(cid)
+            if self._tasks and self.tracker is not None:  # what running tasks wrote so far is theirs
+                self._absorb(self.tracker.sync(self._budget()))
+            todo = [cp for cp in self.records.list(self.workspace, session, since=cid)]
+            return self._undo(todo, force, dry_run, diff, f"rewind to before checkpoint {cid}")
+
+    def undo(self, *, session: str | None = None, force: bool = False, dry_run: bool = False,
+             diff: bool = False) -> RewindReport:
+        """Undo the last checkpoint (of `session`, when given); undoing a rewind redoes."""
+        last = self.records.list(self.workspace, session, limit=1)
+        if not last:
+            return RewindReport([], [], [], dry_run=dry_run)
+        return self.rewind(last[-1].id, session=session, force=force, dry_run=dry_run, diff=diff)
+
+    def _undo(self, todo: list[Checkpoint], force: bool, dry_run: bool, diff: bool, label: str) -> RewindReport:
+        look_budget = Budget(None)
+        p: Plan = plan(todo, lambda path: self._look([path], look_budget)[path], force=force)
+        report = RewindReport([cp.id for cp in todo], [s.path for s in p.actions],
+                              [(s.path, s.problem or "") for s in p.conflicts], dry_run=dry_run)
+        if diff or dry_run:
+            report.diff = self._diff(p)
+        if dry_run or not p.actions:
+            return report
+        result: Result = apply(p.actions, self.store, self.roots)
+        report.restored = [s.path for s in result.done]
+        report.conflicts += [(s.path, why) for s, why in result.failed]
+        done = result.done
+        if done:
+            after = self._look([s.path for s in done], Budget(None))
+            changes = [Change(s.path, s.current, after[s.path]) for s in done]
+            report.checkpoint = self.records.add(self.workspace, self.session, "rewind", "rewind", label, changes)
+        return report
+
+    def _diff(self, p: Plan, max_chars: int = 200_000) -> str:
+        out: list[str] = []
+        size = 0
+        for s in p.actions:
+            rel = self.relative(s.path)
+            a, b = self._text(s.current), self._text(s.target)
+            if a is None or b is None:
+                out.append(f"{rel}: {s.current.describe()} → {s.target.describe()}")
+                continue
+            lines = list(difflib.unified_diff(a, b, f"a/{rel}", f"b/{rel}", lineterm=""))
+            if not lines and s.current.mode != s.target.mode:
+                lines = [f"{rel}: mode {s.current.mode:o} → {s.target.mode:o}"]
+            out += lines
+            size += sum(len(x) for x in lines)
+            if size > max_chars:
+                out.append("… (diff cut)")
+                break
+        return "\n".join(out)
+
+    def _text(self, e: Entry) -> list[str] | None:
+        if e.kind == ABSENT:
+            return []
+        if e.kind != FILE or not e.hash or e.size > 1 << 20:
+            return None
+        try:
+            return self.store.read(e.hash).decode("utf-8").splitlines()
+        except (UnicodeDecodeError, KeyError):
+            return None
+
+    def relative(self, path: str) -> str:
+        for r in self.roots:
+            if path.startswith(r + "/"):
+                return path[len(r) + 1:] if r == self.workspace else path
+        return path
+
+    # -- storage ---------------------------------------------------------------------------
+    def collect_if_due(self) -> None:
+        marker = self.dir / "last-gc"
+        try:
+            if time.time() - marker.stat().st_mtime < GC_EVERY_S:
+                return
+        except FileNotFoundError:
+            pass
+        marker.touch()
+        self.collect()
+
+    def collect(self, grace_s: float = 3600.0) -> int:
+        """Drop checkpoints past the age cap, then the oldest while the store is over its size
+        cap; remove contents nothing refers to. Bytes freed."""
+        self.records.expire(time.time() - self.limits.max_age_s)
+        freed = self.store.collect(self.records.hashes() | live_hashes(self.conn, self._db_lock), grace_s)
+        while self.store.total_bytes() > self.limits.max_store_bytes:
+            oldest = self.records.oldest(50)
+            if not oldest:
+                break
+            self.records.delete(oldest)
+            freed += self.store.collect(self.records.hashes() | live_hashes(self.conn, self._db_lock), grace_s)
+        return freed
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for task_id in list(self._tasks):
+                try:
+                    self.close_task(task_id)
+                except Exception:  # noqa: BLE001 - closing never fails the session's close
+                    pass
+            if self.tracker is not None:
+                self.tracker.close()
+            self.store.close()
+            self.conn.close()
+

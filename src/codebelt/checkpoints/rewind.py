@@ -1,0 +1,224 @@
+"""Rewind: put paths back as a series of checkpoints found them, without clobbering.
+
+`plan()` takes the checkpoints to undo (oldest first) and, for every path they changed, what it
+must be now (the last checkpoint's `after`) and what it goes back to (the first one's `before`).
+A path that is not what the last checkpoint left — someone else changed it since — or whose
+history has a gap (changed outside codebelt between two checkpoints) is a conflict: reported and
+left as it is unless `force`. A file whose earlier content was not kept cannot be restored and
+is reported as such.
+
+`apply()` works through directory descriptors opened one component at a time without following
+symlinks (a command may have replaced a directory by a symlink to elsewhere): removals deepest
+first, then directories, files and symlinks shallowest first; a file is written to a temporary
+name in its directory and renamed over the path, so each path is either as it was or restored.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from .entries import ABSENT, DIR, FILE, LINK, Entry
+from .records import Change, Checkpoint
+from .store import ObjectStore
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+@dataclass
+class Step:
+    path: str
+    current: Entry
+    target: Entry
+    problem: str | None = None  # why it is left as it is
+
+
+@dataclass
+class Plan:
+    checkpoints: list[int]
+    steps: list[Step] = field(default_factory=list)
+
+    @property
+    def actions(self) -> list[Step]:
+        return [s for s in self.steps if s.problem is None]
+
+    @property
+    def conflicts(self) -> list[Step]:
+        return [s for s in self.steps if s.problem is not None]
+
+
+def plan(checkpoints: list[Checkpoint], look: Callable[[str], Entry], force: bool = False) -> Plan:
+    """What undoing `checkpoints` (oldest first) does to each path. `look(path)` returns what
+    the path holds now, its content kept in the store (the rewind's own checkpoint needs it)."""
+    chains: dict[str, list[tuple[int, Change]]] = {}
+    for cp in checkpoints:
+        for c in cp.changes:
+            chains.setdefault(c.path, []).append((cp.id, c))
+    out = Plan([cp.id for cp in checkpoints])
+    for path in sorted(chains):
+        chain = chains[path]
+        target = chain[0][1].before
+        expected = chain[-1][1].after
+        current = look(path)
+        step = Step(path, current, target)
+        if target.kind == FILE and target.hash is None:
+            step.problem = f"its earlier content was not kept ({target.lost or 'unknown reason'})"
+        elif not force:
+            step.problem = _conflict(chain, expected, current)
+        if step.problem is None and current.same_state(target):
+            continue  # already as it was
+        out.steps.append(step)
+    return out
+
+
+def _conflict(chain: list[tuple[int, Change]], expected: Entry, current: Entry) -> str | None:
+    for (a_id, a), (b_id, b) in zip(chain, chain[1:]):
+        if not _same(a.after, b.before):
+            return f"changed outside codebelt between checkpoints {a_id} and {b_id}"
+    if expected.kind == FILE and expected.hash is None and current.kind == FILE:
+        return (f"what checkpoint {chain[-1][0]} left was not kept ({expected.lost or 'unknown reason'}), "
+                "so codebelt cannot tell whether it was changed since")
+    if not _same(expected, current):
+        return f"changed since checkpoint {chain[-1][0]} (now {current.describe()}; it left {expected.describe()})"
+    return None
+
+
+def _same(a: Entry, b: Entry) -> bool:
+    if a.kind == b.kind == FILE and a.hash is None and b.hash is None:
+        return a.size == b.size and a.mode == b.mode  # neither kept: the best evidence there is
+    if a.kind == b.kind == DIR:
+        return True  # a directory's mode is restored, not a reason to refuse
+    return a.same_state(b)
+
+
+@dataclass
+class Result:
+    done: list[Step] = field(default_factory=list)
+    failed: list[tuple[Step, str]] = field(default_factory=list)
+
+
+def apply(steps: Iterable[Step], store: ObjectStore, roots: list[str]) -> Result:
+    steps = list(steps)
+    result = Result()
+    removals = [s for s in steps if s.current.kind not in (ABSENT, s.target.kind)]
+    for s in sorted(removals, key=lambda s: -s.path.count("/")):
+        try:
+            _remove(s.path, s.current, roots)
+        except OSError as e:
+            result.failed.append((s, _why(e)))
+    failed = {s.path for s, _ in result.failed}
+    for s in sorted(steps, key=lambda s: (s.path.count("/"), s.path)):
+        if s.path in failed:
+            continue
+        try:
+            _restore(s.path, s.target, store, roots)
+            result.done.append(s)
+        except (OSError, KeyError) as e:
+            result.failed.append((s, _why(e)))
+    return result
+
+
+def _why(e: BaseException) -> str:
+    if isinstance(e, KeyError):
+        return "its content is missing from the checkpoint store"
+    if isinstance(e, OSError) and e.errno == errno.ENOTEMPTY:
+        return "the directory holds files no checkpoint accounts for; left in place"
+    if isinstance(e, OSError) and e.errno in (errno.ELOOP, errno.ENOTDIR):
+        return "a directory on its path is now a symlink or a file; left in place"
+    return f"{e.strerror if isinstance(e, OSError) and e.strerror else e}"
+
+
+def _root_of(path: str, roots: list[str]) -> str:
+    for r in roots:
+        if path.startswith(r + "/"):
+            return r
+    raise OSError(errno.EPERM, f"{path} is outside the tracked roots")
+
+
+def _parent(path: str, roots: list[str], create: bool) -> tuple[int, str]:
+    """A descriptor of `path`'s directory, walked from its root without following symlinks."""
+    root = _root_of(path, roots)
+    parts = path[len(root) + 1:].split("/")
+    fd = os.open(root, _DIR_FLAGS)
+    try:
+        for name in parts[:-1]:
+            try:
+                nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                os.mkdir(name, 0o777, dir_fd=fd)
+                nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, parts[-1]
+
+
+def _remove(path: str, current: Entry, roots: list[str]) -> None:
+    fd, name = _parent(path, roots, create=False)
+    try:
+        if current.kind == DIR:
+            os.rmdir(name, dir_fd=fd)
+        else:
+            os.unlink(name, dir_fd=fd)
+    except FileNotFoundError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _restore(path: str, target: Entry, store: ObjectStore, roots: list[str]) -> None:
+    if target.kind == ABSENT:
+        return  # removed above
+    fd, name = _parent(path, roots, create=True)
+    try:
+        if target.kind == DIR:
+            try:
+                os.mkdir(name, target.mode or 0o755, dir_fd=fd)
+            except FileExistsError:
+                pass
+            d = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            try:
+                os.fchmod(d, target.mode)
+            finally:
+                os.close(d)
+        elif target.kind == LINK:
+            tmp = f".{name[:200]}.{secrets.token_hex(4)}.codebelt-tmp"
+            os.symlink(target.target or "", tmp, dir_fd=fd)
+            try:
+                os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+            except BaseException:
+                os.unlink(tmp, dir_fd=fd)
+                raise
+        elif target.kind == FILE:
+            assert target.hash is not None
+            _write_file(fd, name, target, store)
+    finally:
+        os.close(fd)
+
+
+def _write_file(dfd: int, name: str, target: Entry, store: ObjectStore) -> None:
+    tmp = f".{name[:200]}.{secrets.token_hex(4)}.codebelt-tmp"
+    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+    try:
+        try:
+            for chunk in store.chunks(target.hash or ""):
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(out, view):]
+            os.fchmod(out, target.mode)
+        finally:
+            os.close(out)
+        os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=dfd)
+        except OSError:
+            pass
+        raise
