@@ -20,7 +20,7 @@ from .tool import Tool, ToolContext, ToolResult
 
 
 def begin(checkpoints: Checkpoints, tool: Tool, params: Any, ctx: ToolContext, decision: Decision) -> Recording | None:
-    if tool.read_only:
+    if tool.read_only or getattr(tool, "makes_own_checkpoints", False):
         return None
     requests = tool.permission_requests(params, ctx)
     if any(isinstance(r, CommandRequest) for r in requests):

@@ -237,6 +237,10 @@ class Session:
 
             builtin = registry()
             self._tools: dict[str, Tool] = {t.name: t() for t in (tools or builtin)}
+            if self.settings.checkpoints.enabled and self.settings.checkpoints.model_tool:
+                from .tools.checkpoints import CheckpointsTool
+
+                self._tools.setdefault(CheckpointsTool.name, CheckpointsTool())
             self._services = Services()
             # Path rules name tools (`Write(src/**)`): a rule naming a built-in tool keeps its meaning
             # in a session that registers other tools.
@@ -714,33 +718,38 @@ class Session:
             except Exception:  # noqa: BLE001 - the task's watcher thread must go on
                 pass
 
-    def checkpoints(self) -> list[dict[str, Any]]:
-        """This session's checkpoints, oldest first: id, kind (call, task, rewind), tool, label,
-        paths changed, paths whose earlier content was not kept, notes."""
+    def checkpoints(self, *, all_sessions: bool = False) -> list[dict[str, Any]]:
+        """This session's checkpoints (every session's in this workspace with `all_sessions`),
+        oldest first: id, kind (call, task, rewind), tool, label, paths changed, paths whose
+        earlier content was not kept, notes."""
         book = self._checkpoints()
         if book is None:
             return []
-        return [{**cp.summary(), "paths": [book.relative(c.path) for c in cp.changes]}
-                for cp in book.list(session=self.id)]
+        return [{**cp.summary(), "paths": [book.relative(c.path) for c in cp.changes],
+                 "notKept": [book.relative(p) for p in cp.summary()["notKept"]]}
+                for cp in book.list(session=None if all_sessions else self.id)]
 
-    def rewind(self, checkpoint_id: int, *, force: bool = False, dry_run: bool = False):
+    def rewind(self, checkpoint_id: int, *, force: bool = False, dry_run: bool = False,
+               all_sessions: bool = False):
         """Back to the state before checkpoint `checkpoint_id`: it and every later checkpoint of
-        this session undone, newest first. A path someone else changed since is reported and
-        left unless `force`. The rewind is itself a checkpoint (undo it to redo). Returns a
-        `RewindReport` (`.text()`, `.to_dict()`)."""
+        this session (of every session in the workspace with `all_sessions`) undone, newest
+        first. A path someone else changed since is reported and left unless `force`. The
+        rewind is itself a checkpoint (undo it to redo). Returns a `RewindReport` (`.text()`,
+        `.to_dict()`, `.diff` with `dry_run`)."""
         book = self._require_checkpoints()
         try:
-            return book.rewind(int(checkpoint_id), session=self.id, force=force, dry_run=dry_run)
+            return book.rewind(int(checkpoint_id), session=None if all_sessions else self.id, force=force,
+                               dry_run=dry_run)
         except KeyError:
-            raise ToolError(f"No checkpoint {checkpoint_id} in this workspace; list them with checkpoints().") from None
+            raise ToolError(f"No checkpoint {checkpoint_id} in this workspace (see the list of checkpoints).") from None
         finally:
             self._services.workspace_changed()
 
-    def undo(self, *, force: bool = False, dry_run: bool = False):
+    def undo(self, *, force: bool = False, dry_run: bool = False, all_sessions: bool = False):
         """Undo this session's last checkpoint (undoing a rewind redoes it)."""
         book = self._require_checkpoints()
         try:
-            return book.undo(session=self.id, force=force, dry_run=dry_run)
+            return book.undo(session=None if all_sessions else self.id, force=force, dry_run=dry_run)
         finally:
             self._services.workspace_changed()
 

@@ -232,3 +232,31 @@ def test_checkpoints_off(make_session, ws):
     s = make_session(mode="bypassPermissions", settings={"checkpoints": {"enabled": False}})
     s.call("Bash", {"command": "echo a > a"})
     assert s.checkpoints() == []
+
+
+def test_model_tool_is_off_unless_the_user_turns_it_on(make_session, ws):
+    (ws / ".codebelt").mkdir()
+    (ws / ".codebelt" / "settings.json").write_text('{"checkpoints": {"modelTool": true}}')
+    assert "Checkpoints" not in make_session().tools  # a workspace's own file cannot turn it on
+    s = make_session(mode="bypassPermissions", settings={"checkpoints": {"modelTool": True}})
+    assert "Checkpoints" in s.tools
+    s.call("Bash", {"command": "echo a > a.txt"})
+    listed = s.call("Checkpoints", {"action": "list"})
+    assert "a.txt" in listed.text
+    cid = listed.data["checkpoints"][0]["id"]
+    preview = s.call("Checkpoints", {"action": "rewind", "checkpoint_id": cid, "dry_run": True})
+    assert "+++ b/a.txt" in preview.text or "a.txt" in preview.text
+    assert (ws / "a.txt").exists()
+    done = s.call("Checkpoints", {"action": "rewind", "checkpoint_id": cid})
+    assert not done.is_error, done.text
+    assert not (ws / "a.txt").exists()
+
+
+def test_model_rewind_asks_for_the_paths_it_writes(make_session, ws):
+    s = make_session(mode="bypassPermissions", settings={"checkpoints": {"modelTool": True},
+                                                         "permissions": {"deny": ["Edit(secret/**)"]}})
+    made = s.call("Bash", {"command": "python3 -c \"import os; os.mkdir('secret'); open('secret/a', 'w').write('a')\""})
+    assert made.data["exitCode"] == 0, made.text
+    r = s.call("Checkpoints", {"action": "undo"})
+    assert r.is_error and "secret" in r.text, r.text
+    assert (ws / "secret" / "a").exists()

@@ -18,6 +18,9 @@ SUBCOMMANDS = {
     "audit": "show the audit log",
     "serve": "run the MCP server (stdio, or streamable HTTP with --http)",
     "config": "show the merged settings and the file each value came from (--schema: their JSON Schema)",
+    "checkpoints": "list the workspace's checkpoints (what each call changed)",
+    "rewind": "put the workspace back as it was before a checkpoint (--dry-run: show the diff)",
+    "undo": "undo the last checkpoint (undoing a rewind redoes it)",
 }
 # The same choices the settings schema declares (kept literal here: `--help` must not import pydantic).
 MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
