@@ -209,7 +209,7 @@ def test_non_git_directory_and_file_over_the_cap(make_session, ws):
     s = make_session(mode="bypassPermissions", settings={"checkpoints": {"maxFileMB": 1}})
     s.call("Bash", {"command": "head -c 100 /dev/zero > big.bin && echo t > small.txt"})
     cp = s.checkpoints()[0]
-    assert cp["notKept"] == [str(ws / "big.bin")]
+    assert cp["notKept"] == ["big.bin"]
     report = s.rewind(cp["id"])
     assert (ws / "small.txt").read_text() == "s\n"
     assert [(Path(p).name, "not kept" in why) for p, why in report.conflicts] == [("big.bin", True)]

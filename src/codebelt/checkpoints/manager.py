@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .entries import ABSENT, FILE, Entry
+from .entries import ABSENT, FILE, Entry, kind_of, lstat, stat_key
 from .manifest import Manifest, live_hashes
 from .records import Change, Checkpoint, Records
 from .rewind import Plan, Result, apply, plan
@@ -192,6 +192,23 @@ class Checkpoints:
                         use_journal=False)
         return probe.look(paths, budget)
 
+    def _restored(self, paths: list[str], targets: dict[str, Entry]) -> dict[str, Entry]:
+        """What restored paths hold: the target each was written from, with its new stat
+        identity (no need to read back what was just written); anything else is looked at."""
+        out: dict[str, Entry] = {}
+        rest = []
+        for p in paths:
+            st = lstat(p)
+            t = targets[p]
+            if st is not None and kind_of(st) == t.kind and t.kind == FILE:
+                out[p] = t.with_key(stat_key(st))
+                if self.tracker is not None and self.tracker.tracks(p):
+                    self.tracker.entries[p] = out[p]
+            else:
+                rest.append(p)
+        out.update(self._look(rest, Budget(None)))
+        return out
+
     # -- reading ---------------------------------------------------------------------------
     def list(self, session: str | None = None, limit: int = 1000) -> list[Checkpoint]:
         """This workspace's checkpoints, oldest first (of one session when given)."""
@@ -224,7 +241,7 @@ class Checkpoints:
 
     def _undo(self, todo: list[Checkpoint], force: bool, dry_run: bool, diff: bool, label: str) -> RewindReport:
         look_budget = Budget(None)
-        p: Plan = plan(todo, lambda path: self._look([path], look_budget)[path], force=force)
+        p: Plan = plan(todo, lambda paths: self._look(paths, look_budget), force=force)
         report = RewindReport([cp.id for cp in todo], [s.path for s in p.actions],
                               [(s.path, s.problem or "") for s in p.conflicts], dry_run=dry_run)
         if diff or dry_run:
@@ -236,7 +253,7 @@ class Checkpoints:
         report.conflicts += [(s.path, why) for s, why in result.failed]
         done = result.done
         if done:
-            after = self._look([s.path for s in done], Budget(None))
+            after = self._restored([s.path for s in done], {s.path: s.target for s in done})
             changes = [Change(s.path, s.current, after[s.path]) for s in done]
             report.checkpoint = self.records.add(self.workspace, self.session, "rewind", "rewind", label, changes)
         return report

@@ -50,19 +50,20 @@ class Plan:
         return [s for s in self.steps if s.problem is not None]
 
 
-def plan(checkpoints: list[Checkpoint], look: Callable[[str], Entry], force: bool = False) -> Plan:
-    """What undoing `checkpoints` (oldest first) does to each path. `look(path)` returns what
-    the path holds now, its content kept in the store (the rewind's own checkpoint needs it)."""
+def plan(checkpoints: list[Checkpoint], look: Callable[[list[str]], dict[str, Entry]], force: bool = False) -> Plan:
+    """What undoing `checkpoints` (oldest first) does to each path. `look(paths)` returns what
+    the paths hold now, contents kept in the store (the rewind's own checkpoint needs them)."""
     chains: dict[str, list[tuple[int, Change]]] = {}
     for cp in checkpoints:
         for c in cp.changes:
             chains.setdefault(c.path, []).append((cp.id, c))
     out = Plan([cp.id for cp in checkpoints])
+    now = look(sorted(chains))
     for path in sorted(chains):
         chain = chains[path]
         target = chain[0][1].before
         expected = chain[-1][1].after
-        current = look(path)
+        current = now[path]
         step = Step(path, current, target)
         if target.kind == FILE and target.hash is None:
             step.problem = f"its earlier content was not kept ({target.lost or 'unknown reason'})"
@@ -101,12 +102,19 @@ class Result:
 
 
 def apply(steps: Iterable[Step], store: ObjectStore, roots: list[str]) -> Result:
-    steps = list(steps)
+    dirs = _Dirs(roots)
+    try:
+        return _apply(list(steps), store, dirs)
+    finally:
+        dirs.close()
+
+
+def _apply(steps: list[Step], store: ObjectStore, dirs: "_Dirs") -> Result:
     result = Result()
     removals = [s for s in steps if s.current.kind not in (ABSENT, s.target.kind)]
     for s in sorted(removals, key=lambda s: -s.path.count("/")):
         try:
-            _remove(s.path, s.current, roots)
+            _remove(s.path, s.current, dirs)
         except OSError as e:
             result.failed.append((s, _why(e)))
     failed = {s.path for s, _ in result.failed}
@@ -114,7 +122,7 @@ def apply(steps: Iterable[Step], store: ObjectStore, roots: list[str]) -> Result
         if s.path in failed:
             continue
         try:
-            _restore(s.path, s.target, store, roots)
+            _restore(s.path, s.target, store, dirs)
             result.done.append(s)
         except (OSError, KeyError) as e:
             result.failed.append((s, _why(e)))
@@ -138,69 +146,88 @@ def _root_of(path: str, roots: list[str]) -> str:
     raise OSError(errno.EPERM, f"{path} is outside the tracked roots")
 
 
-def _parent(path: str, roots: list[str], create: bool) -> tuple[int, str]:
-    """A descriptor of `path`'s directory, walked from its root without following symlinks."""
-    root = _root_of(path, roots)
-    parts = path[len(root) + 1:].split("/")
-    fd = os.open(root, _DIR_FLAGS)
-    try:
-        for name in parts[:-1]:
+class _Dirs:
+    """Directory descriptors, each opened from its parent's without following symlinks, kept
+    for the length of one rewind (a thousand files in one directory walk it once)."""
+
+    def __init__(self, roots: list[str]):
+        self.roots = roots
+        self.fds: dict[str, int] = {}
+
+    def parent(self, path: str, create: bool) -> tuple[int, str]:
+        root = _root_of(path, self.roots)
+        parent, name = os.path.split(path)
+        return self._open(parent, root, create), name
+
+    def _open(self, directory: str, root: str, create: bool) -> int:
+        fd = self.fds.get(directory)
+        if fd is not None:
+            return fd
+        if directory == root:
+            fd = os.open(root, _DIR_FLAGS)
+        else:
+            up, name = os.path.split(directory)
+            pfd = self._open(up, root, create)
             try:
-                nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                fd = os.open(name, _DIR_FLAGS, dir_fd=pfd)
             except FileNotFoundError:
                 if not create:
                     raise
-                os.mkdir(name, 0o777, dir_fd=fd)
-                nxt = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                os.mkdir(name, 0o777, dir_fd=pfd)
+                fd = os.open(name, _DIR_FLAGS, dir_fd=pfd)
+        self.fds[directory] = fd
+        return fd
+
+    def forget(self, directory: str) -> None:
+        """`directory` was removed or replaced: its descriptor (and those below) are stale."""
+        for d in [d for d in self.fds if d == directory or d.startswith(directory + "/")]:
+            os.close(self.fds.pop(d))
+
+    def close(self) -> None:
+        for fd in self.fds.values():
             os.close(fd)
-            fd = nxt
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd, parts[-1]
+        self.fds.clear()
 
 
-def _remove(path: str, current: Entry, roots: list[str]) -> None:
-    fd, name = _parent(path, roots, create=False)
+def _remove(path: str, current: Entry, dirs: _Dirs) -> None:
+    fd, name = dirs.parent(path, create=False)
     try:
         if current.kind == DIR:
+            dirs.forget(path)
             os.rmdir(name, dir_fd=fd)
         else:
             os.unlink(name, dir_fd=fd)
     except FileNotFoundError:
         pass
-    finally:
-        os.close(fd)
 
 
-def _restore(path: str, target: Entry, store: ObjectStore, roots: list[str]) -> None:
+def _restore(path: str, target: Entry, store: ObjectStore, dirs: _Dirs) -> None:
     if target.kind == ABSENT:
         return  # removed above
-    fd, name = _parent(path, roots, create=True)
-    try:
-        if target.kind == DIR:
-            try:
-                os.mkdir(name, target.mode or 0o755, dir_fd=fd)
-            except FileExistsError:
-                pass
-            d = os.open(name, _DIR_FLAGS, dir_fd=fd)
-            try:
-                os.fchmod(d, target.mode)
-            finally:
-                os.close(d)
-        elif target.kind == LINK:
-            tmp = f".{name[:200]}.{secrets.token_hex(4)}.codebelt-tmp"
-            os.symlink(target.target or "", tmp, dir_fd=fd)
-            try:
-                os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
-            except BaseException:
-                os.unlink(tmp, dir_fd=fd)
-                raise
-        elif target.kind == FILE:
-            assert target.hash is not None
-            _write_file(fd, name, target, store)
-    finally:
-        os.close(fd)
+    fd, name = dirs.parent(path, create=True)
+    if target.kind != DIR:
+        dirs.forget(path)  # a directory that was here is gone
+    if target.kind == DIR:
+        try:
+            os.mkdir(name, target.mode or 0o755, dir_fd=fd)
+        except FileExistsError:
+            pass
+        d = os.open(name, _DIR_FLAGS, dir_fd=fd)
+        try:
+            os.fchmod(d, target.mode)
+        finally:
+            os.close(d)
+    elif target.kind == LINK:
+        tmp = f".{name[:200]}.{secrets.token_hex(4)}.codebelt-tmp"
+        os.symlink(target.target or "", tmp, dir_fd=fd)
+        try:
+            os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+        except BaseException:
+            os.unlink(tmp, dir_fd=fd)
+            raise
+    elif target.kind == FILE:
+        assert target.hash is not None
+        _write_file(fd, name, target, store)
 
 
 def _write_file(dfd: int, name: str, target: Entry, store: ObjectStore) -> None:

@@ -73,6 +73,7 @@ class ObjectStore:
         self._pack_fd: int | None = None
         self._pack_size = 0
         self._total: int | None = None
+        self._readers: dict[str, int] = {}  # pack name → descriptor open for reading
 
     # -- writing ---------------------------------------------------------------------------
     def put_bytes(self, data: bytes) -> str:
@@ -217,14 +218,21 @@ class ObjectStore:
                 while chunk := f.read(CHUNK):
                     yield chunk
             return
-        fd = os.open(self.dir / "packs" / pack, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            data = os.pread(fd, size, offset)
-        finally:
-            os.close(fd)
+        data = os.pread(self._reader(pack), size, offset)
         if len(data) != size:
             raise KeyError(digest)
         yield data
+
+    def _reader(self, pack: str) -> int:
+        with self.lock:
+            fd = self._readers.get(pack)
+            if fd is None:
+                if len(self._readers) >= 64:
+                    for old in self._readers.values():
+                        os.close(old)
+                    self._readers.clear()
+                fd = self._readers[pack] = os.open(self.dir / "packs" / pack, os.O_RDONLY | os.O_CLOEXEC)
+            return fd
 
     def read(self, digest: str) -> bytes:
         return b"".join(self.chunks(digest))
@@ -252,6 +260,7 @@ class ObjectStore:
                     self._loose_path(h).unlink(missing_ok=True)
                 freed += s
             self.conn.execute("COMMIT")
+            self._close_readers()
             self._compact()
             self._total = None
         return freed
@@ -288,9 +297,15 @@ class ObjectStore:
         """A transaction around many puts (one commit instead of one per object)."""
         return _Batch(self)
 
+    def _close_readers(self) -> None:
+        for fd in self._readers.values():
+            os.close(fd)
+        self._readers.clear()
+
     def close(self) -> None:
         with self.lock:
             self._close_pack()
+            self._close_readers()
 
 
 class _Batch:
