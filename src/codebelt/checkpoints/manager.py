@@ -111,8 +111,11 @@ class Checkpoints:
     # -- recording -------------------------------------------------------------------------
     def begin_files(self, tool: str, label: str, paths: Iterable[str]) -> Recording:
         """A call that writes the given paths (file tools): their state now, contents kept."""
-        paths = [p for p in dict.fromkeys(os.path.abspath(p) for p in paths)]
+        # never a repository's own files: a rewind never writes into .git
+        paths = [p for p in dict.fromkeys(os.path.abspath(p) for p in paths) if ".git" not in p.split("/")]
         with self._lock:
+            if self._tasks and self.tracker is not None:  # what running tasks wrote so far is theirs
+                self._absorb(self.tracker.sync(self._budget()))
             before = self._look(paths, self._budget())
         return Recording(self, tool, label, paths, before)
 
@@ -177,7 +180,12 @@ class Checkpoints:
             self.tracker = Tracker(self.roots, self.store, manifests, file_limit=self.limits.max_file_bytes,
                                    max_entries=self.limits.max_entries, skip=self._skip,
                                    use_journal=self._use_journal)
-            self.tracker.start()
+            room = self.limits.max_store_bytes - self.store.total_bytes()
+            budget = Budget(max(0, room))
+            self.tracker.start(budget)
+            if budget.limit is not None and budget.used >= budget.limit:
+                self.tracker.reason += (f"; the checkpoint store is full ({self.limits.max_store_bytes >> 20} MB, setting "
+                                        "checkpoints.maxStoreMB): files past it were not kept")
         return self.tracker
 
     def start_tracking(self) -> str:
@@ -314,7 +322,10 @@ class Checkpoints:
             if not oldest:
                 break
             self.records.delete(oldest)
-            freed += self.store.collect(self.records.hashes() | live_hashes(self.conn, self._db_lock), grace_s)
+            more = self.store.collect(self.records.hashes() | live_hashes(self.conn, self._db_lock), grace_s)
+            freed += more
+            if not more:
+                break  # what is left is a baseline, or in use within the grace period: nothing to gain
         return freed
 
     def close(self) -> None:

@@ -64,7 +64,9 @@ class Tracker:
         return False
 
     # -- start -----------------------------------------------------------------------------
-    def start(self) -> None:
+    def start(self, budget: Budget | None = None) -> None:
+        """List the roots and keep every file (within `budget`: past it, contents are recorded
+        as not kept, and a command that changes them cannot be rewound for them)."""
         if self._use_journal:
             ok, why = journal_mod.available()
             if ok:
@@ -81,7 +83,7 @@ class Tracker:
                     if st is None or not stat_mod.S_ISDIR(st.st_mode):
                         continue
                     self.entries[root] = Entry(DIR, stat_mod.S_IMODE(st.st_mode), key=stat_key(st))
-                    self._walk(root, None, Budget(None), {})
+                    self._walk(root, None, budget or Budget(None), {})
         except TooManyEntries:
             self.entries.clear()
             self._close_journal()
@@ -127,6 +129,8 @@ class Tracker:
                 target = None
             return Entry(LINK, 0, target=target, key=key)
         if kind == DIR:
+            if old is not None and old.kind == DIR and old.mode == mode and old.key and old.key[1] == st.st_ino:
+                return old  # its mtime moves with every entry made or removed in it: not a change
             return Entry(DIR, mode, key=key)
         return Entry(OTHER, mode, key=key)
 
@@ -164,23 +168,28 @@ class Tracker:
                 continue
             with it:
                 for e in it:
-                    path = e.path
-                    if e.name == ".git" or self._skip(path):
+                    if e.name == ".git":
                         continue
+                    path = e.path
                     try:
                         st = e.stat(follow_symlinks=False)
                     except OSError:
+                        continue
+                    is_dir = stat_mod.S_ISDIR(st.st_mode)
+                    if is_dir and self._skip(path):  # the store itself, when it lies in a root
                         continue
                     seen[path] = None
                     if len(self.entries) >= self.max_entries and path not in self.entries:
                         raise TooManyEntries()
                     self._update(path, st, changes, budget)
-                    if stat_mod.S_ISDIR(st.st_mode):
+                    if is_dir:
                         stack.append(path)
 
     def _update(self, path: str, st: os.stat_result | None, changes: dict[str, Change] | None, budget: Budget) -> Entry:
         old = self.entries.get(path)
         new = NOTHING if st is None else self._entry(path, st, old, budget)
+        if new is old:
+            return new  # unchanged (the common case of a rescan)
         if new.kind == ABSENT:
             self.entries.pop(path, None)
         else:
@@ -254,6 +263,9 @@ class Tracker:
         out = {}
         with self.store.batch():
             for p in paths:
+                if os.path.realpath(os.path.dirname(p)) != os.path.dirname(p):
+                    out[p] = Entry(OTHER, lost="a directory on its path is a symlink now")  # never read through it
+                    continue
                 st = lstat(p)
                 if st is None:
                     out[p] = NOTHING
