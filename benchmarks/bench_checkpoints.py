@@ -146,6 +146,16 @@ def main() -> int:
         assert cid is not None
         rewind_ms = timed(lambda: book.rewind(cid)) * 1000
         row("rewind of a command that changed 1,000 files", rewind_ms)
+
+        def floor() -> None:  # what any atomic restore pays: a temp file and a rename per file
+            for p in chosen:
+                tmp_file = p.with_name(p.name + ".tmp")
+                tmp_file.write_bytes(b"floor")
+                os.replace(tmp_file, p)
+
+        row("… floor: write a temp file and rename it, for the same 1,000", timed(floor) * 1000)
+        rec = book.begin_command("Bash", "floor")
+        rec.finish()  # the floor's writes are not a rewind's business
         session_book = Checkpoints(store, [ws], "reset-bench")
         session_book.tracker = book.tracker  # the same tracked state, a fresh session
         for i in range(5):
@@ -195,6 +205,22 @@ def main() -> int:
 
         row("git stash, nothing changed", median_ms(stash(0), max(3, R // 2)))
         row("git stash, 10 files changed", median_ms(stash(10), max(3, R // 2)))
+
+        # -- through a Session: a Bash call with checkpoints off and on -------------------
+        from codebelt import Session
+
+        picks = [str(p.relative_to(ws)) for p in rnd.sample(all_files, 10)]
+        ten = " && ".join(f"echo x >> {p}" for p in picks)
+        for enabled in (False, True):
+            with Session(ws, load_user_settings=False, audit=False, mode="bypassPermissions",
+                         settings={"checkpoints": {"enabled": enabled, "directory": str(store)},
+                                   "lsp": {"autoDetect": False}}) as s:
+                s.call("Bash", {"command": "true"})  # the sandbox's probe, and the baseline
+                on = "on" if enabled else "off"
+                row(f"Session Bash `true`, checkpoints {on}",
+                    median_ms(lambda: timed(lambda: s.call("Bash", {"command": "true"})), R))
+                row(f"Session Bash appending to 10 files, checkpoints {on}",
+                    median_ms(lambda: timed(lambda: s.call("Bash", {"command": ten})), R))
 
         # -- overlay ----------------------------------------------------------------------
         unshare = shutil.which("unshare")

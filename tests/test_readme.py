@@ -42,10 +42,10 @@ def env() -> dict[str, str]:
 
 
 def test_the_readme_has_the_blocks_this_test_runs():
-    assert len(blocks("python")) == 2 and len(blocks("sh")) == 3 and len(blocks("json")) == 1
+    assert len(blocks("python")) == 3 and len(blocks("sh")) == 3 and len(blocks("json")) == 1
 
 
-@pytest.mark.parametrize("code", blocks("python"), ids=["python-session", "python-adapters"])
+@pytest.mark.parametrize("code", blocks("python"), ids=["python-session", "python-adapters", "python-checkpoints"])
 def test_python_blocks(scratch, code):
     out = subprocess.run([sys.executable, "-c", code], cwd=scratch, env=env(), capture_output=True,
                          text=True, timeout=120)
