@@ -67,6 +67,7 @@ class Journal:
         self._pending: set[str] = set()
         self._overflow = False
         self._stop = False
+        self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)  # close() wakes the reader at once
         self._thread = threading.Thread(target=self._read_loop, name="codebelt-journal", daemon=True)
         self._thread.start()
 
@@ -113,10 +114,10 @@ class Journal:
     def _read_loop(self) -> None:
         while not self._stop:
             try:
-                ready, _, _ = select.select([self.fd], [], [], 0.25)
+                ready, _, _ = select.select([self.fd, self._wake_r], [], [])
             except (OSError, ValueError):
                 return
-            if ready and not self._stop:
+            if self.fd in ready and not self._stop:
                 with self._lock:
                     self._read_available()
 
@@ -157,9 +158,19 @@ class Journal:
 
     def close(self) -> None:
         self._stop = True
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:
+            pass
         self._thread.join(timeout=2)
+        # Closing an inotify descriptor waits for the kernel to retire its watches (~10–20 ms):
+        # not on the caller's time.
+        threading.Thread(target=self._close_fds, name="codebelt-journal-close", daemon=True).start()
+
+    def _close_fds(self) -> None:
         with self._lock:
-            try:
-                os.close(self.fd)
-            except OSError:
-                pass
+            for fd in (self.fd, self._wake_r, self._wake_w):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
