@@ -8,7 +8,6 @@ with `intel.diagnostics: false`."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from ..intel.lsp import diagnostics as lsp_diagnostics
 from ..intel.model import Diagnostic
 from ..intel.syntax import introduced, syntax_errors
 from ..tool import ToolContext, ToolResult
+from ._opening import beneath
 from ._services import lsp_manager
 
 MAX_BYTES = 1_000_000
@@ -44,15 +44,17 @@ def _manager(ctx: ToolContext, path: Path):
     return manager if manager.spec_for(path) is not None else None
 
 
-def _read_text(path: Path) -> str | None:
+def _read(ctx: ToolContext, path: Path) -> bytes | None:
+    """The file's bytes, opened the way the edit opens it (beneath its root, no symlink
+    followed); None when it does not exist. Raises OSError (too large, unreadable)."""
     try:
-        if not os.path.lexists(path):
-            return None
-        if os.stat(path).st_size > MAX_BYTES:
+        opened = beneath(ctx).open_regular(path)
+    except FileNotFoundError:
+        return None
+    with opened:
+        if opened.st.st_size > MAX_BYTES:
             raise OSError("too large")
-        return path.read_text(errors="replace")
-    except OSError:
-        raise
+        return opened.read_bytes(MAX_BYTES + 1)
 
 
 def before(ctx: ToolContext, path: Path) -> Before | None:
@@ -64,11 +66,12 @@ def before(ctx: ToolContext, path: Path) -> Before | None:
     if language is None and manager is None:
         return None
     try:
-        old = _read_text(path)
-        prior = lsp_diagnostics.prepare(manager, path, old, min(0.5, _wait_s(ctx) / 4)) if manager else None
+        old = _read(ctx, path)
+        text = old.decode("utf-8", "replace") if old is not None else None
+        prior = lsp_diagnostics.prepare(manager, path, text, min(0.5, _wait_s(ctx) / 4)) if manager else None
         if language is None:
             return Before(path, None, [], prior)
-        return Before(path, language, syntax_errors(path, language) if old is not None else [], prior)
+        return Before(path, language, syntax_errors(old, language, path=path) if old is not None else [], prior)
     except (CodebeltError, OSError):
         return None
 
@@ -77,15 +80,14 @@ def after(ctx: ToolContext, b: Before | None) -> list[Diagnostic]:
     if b is None:
         return []
     try:
-        if b.lsp is not None:
-            text = _read_text(b.path)
-            if text is not None:
-                found = lsp_diagnostics.after(b.lsp, text, _wait_s(ctx))
-                if found is not None:
-                    return found
-        if b.language is None:
+        new = _read(ctx, b.path)
+        if b.lsp is not None and new is not None:
+            found = lsp_diagnostics.after(b.lsp, new.decode("utf-8", "replace"), _wait_s(ctx))
+            if found is not None:
+                return found
+        if b.language is None or new is None:
             return []
-        return introduced(b.problems, syntax_errors(b.path, b.language))
+        return introduced(b.problems, syntax_errors(new, b.language, path=b.path))
     except (CodebeltError, OSError):
         return []
 
