@@ -3,14 +3,17 @@
 
     .venv/bin/python benchmarks/bench_files.py [--quick]
     .venv/bin/python benchmarks/bench_files.py --open-path --before REF [--runs 5]
+    .venv/bin/python benchmarks/bench_files.py --scan
 
 The corpus is generated once under benchmarks/.corpus/ (gitignored) and reused. `--quick` uses a
 ~50 MB file with the page at line 500,000 (for a fast smoke run).
 
 `--open-path` measures what opening through `files/beneath` costs: per-call latency of Read,
-Write and Edit of small files through a Session, for this tree and for the commit REF (checked
-out into a temporary worktree), run alternately in the same minute, and the bare open of a file
-(`open()` vs `Beneath.open_regular`).
+Write and Edit of small files through a Session (on /dev/shm, so fsync does not drown it), for
+this tree and for the commit REF (checked out into a temporary worktree), run alternately in the
+same minute, and the bare open of a file (`open()` vs `Beneath.open_regular`). `--scan` times the one walk of a 100,000-file tree
+(`files/scan.py`) and what is derived from it: first walk, refreshes, the Read-deny masks, the
+sandbox's protected paths, next to `find` listing the same tree.
 """
 
 from __future__ import annotations
@@ -171,11 +174,12 @@ import json, os, statistics, sys, tempfile, time
 from pathlib import Path
 from codebelt import Session
 calls = int(sys.argv[1])
-root = Path(tempfile.mkdtemp(prefix="bench-open-"))
+# on tmpfs where there is one: fsync costs nothing there, so the open path is what is measured
+root = Path(tempfile.mkdtemp(prefix="bench-open-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
 text = "".join(f"line {i} of a small source file, long enough to look like code\n" for i in range(200))
 (root / "src" / "pkg").mkdir(parents=True)
-(root / "src" / "pkg" / "mod.py").write_text(text)
-(root / "src" / "pkg" / "w.py").write_text(text)
+(root / "src" / "pkg" / "mod.txt").write_text(text)
+(root / "src" / "pkg" / "w.txt").write_text(text)
 def med(fn):
     times = []
     for i in range(calls):
@@ -185,13 +189,14 @@ with Session(root=root, audit=False, load_user_settings=False, mode="acceptEdits
              settings={"lsp": {"autoDetect": False}}) as s:
     def ok(r):
         assert not r.is_error, r.text
+    ok(s.call("Read", {"file_path": "src/pkg/w.txt"}))
     out = {
-        "read": med(lambda i: ok(s.call("Read", {"file_path": "src/pkg/mod.py"}))),
-        "write": med(lambda i: ok(s.call("Write", {"file_path": "src/pkg/w.py", "content": text + str(i)}))),
-        "create": med(lambda i: ok(s.call("Write", {"file_path": f"src/new{i}/f.py", "content": text}))),
-        "edit": med(lambda i: ok(s.call("Edit", {"file_path": "src/pkg/mod.py", "old_string": f"line {i % 200} of",
+        "read": med(lambda i: ok(s.call("Read", {"file_path": "src/pkg/mod.txt"}))),
+        "write": med(lambda i: ok(s.call("Write", {"file_path": "src/pkg/w.txt", "content": text + str(i)}))),
+        "create": med(lambda i: ok(s.call("Write", {"file_path": f"src/new{i}/f.txt", "content": text}))),
+        "edit": med(lambda i: ok(s.call("Edit", {"file_path": "src/pkg/mod.txt", "old_string": f"line {i % 200} of",
                                                   "new_string": f"line {i % 200} in"} if i < 200 else
-                                                 {"file_path": "src/pkg/mod.py", "old_string": f"line {i % 200} in",
+                                                 {"file_path": "src/pkg/mod.txt", "old_string": f"line {i % 200} in",
                                                   "new_string": f"line {i % 200} of"}))),
     }
 print(json.dumps(out))
@@ -201,7 +206,7 @@ BARE_OPEN = r"""
 import json, os, sys, time
 from pathlib import Path
 from codebelt.files.beneath import Beneath
-root = Path(sys.argv[1]); path = root / "src" / "pkg" / "mod.py"
+root = Path(sys.argv[1]); path = root / "src" / "pkg" / "mod.txt"
 n = 20000
 def per(fn):
     best = 1.0
@@ -237,7 +242,7 @@ def open_path(before: str, runs: int, calls: int = 400) -> None:
                 results[label].append(json.loads(out.stdout.strip().splitlines()[-1]))
         work = Path(tempfile.mkdtemp(prefix="bench-bare-"))
         (work / "src" / "pkg").mkdir(parents=True)
-        (work / "src" / "pkg" / "mod.py").write_text("x\n" * 200)
+        (work / "src" / "pkg" / "mod.txt").write_text("x\n" * 200)
         bare = json.loads(subprocess.run([PY, "-c", BARE_OPEN, str(work)], capture_output=True, text=True,
                                          check=True, timeout=600, env={**os.environ, "PYTHONPATH": str(repo / "src")}
                                          ).stdout)
@@ -256,15 +261,96 @@ def open_path(before: str, runs: int, calls: int = 400) -> None:
           f"{bare['beneath'] / bare['open']:>7.2f}×  (Beneath.open_regular vs os.open)")
 
 
+SCAN_CHILD = r"""
+import json, sys, time
+from pathlib import Path
+from codebelt.files.scan import TreeScan
+from codebelt.permissions.denied import DeniedFiles
+from codebelt.permissions.rules import Rule
+from codebelt.sandbox import protected
+root = Path(sys.argv[1])
+def timed(fn):
+    t = time.perf_counter(); out = fn(); return time.perf_counter() - t, out
+scan = TreeScan(root)
+first, snap = timed(scan.snapshot)
+again, _ = timed(scan.snapshot)
+(root / "a5" / "b5" / "c5" / "touched").write_text("x")
+changed, _ = timed(scan.snapshot)
+(root / "a5" / "b5" / "c5" / "touched").unlink()
+rules = [Rule.parse(t, root=root) for t in ("Read(.env)", "Read(./secrets/**)")]
+denied = DeniedFiles(rules)
+protected.shared = lambda r: scan  # the consumers below read this walk
+import codebelt.permissions.denied as dmod
+dmod.shared = lambda r: scan
+masks_first, view = timed(lambda: denied.view([root], 0.0))
+(root / "a1" / "x").write_text("x")
+masks_again, _ = timed(lambda: denied.view([root], 0.0))
+(root / "a1" / "x").unlink()
+prot, paths = timed(lambda: protected.protected_paths(root, (root,)))
+guard, g = timed(lambda: protected.guarded([root]))
+print(json.dumps({"entries": snap.entries, "dirs": len(snap.dirs), "first": first, "refresh": again,
+                  "refresh_changed": changed, "masks_first": masks_first, "masks_refresh": masks_again,
+                  "masks": len(view.masks), "protected": prot, "protected_n": len(paths), "guarded": guard}))
+"""
+
+
+def make_tree(root: Path) -> Path:
+    """100,000 files in 1,111 directories (a10 × b10 × c10 × 100 files), a few .env and nested
+    repositories among them; made once."""
+    if (root / ".done").exists():
+        return root
+    for a in range(10):
+        for b in range(10):
+            for c in range(10):
+                d = root / f"a{a}" / f"b{b}" / f"c{c}"
+                d.mkdir(parents=True, exist_ok=True)
+                for i in range(100):
+                    (d / f"f{i}.py").touch()
+    for a in range(10):
+        (root / f"a{a}" / ".env").write_text("X=1\n")
+        (root / f"a{a}" / "b0" / ".git" / "hooks").mkdir(parents=True, exist_ok=True)
+        (root / f"a{a}" / "b0" / ".git" / "config").write_text("[core]\n")
+    (root / ".done").touch()
+    return root
+
+
+def scan_tree(runs: int) -> None:
+    root = make_tree(CORPUS / "tree100k")
+    results = []
+    for _ in range(runs):
+        out = subprocess.run([PY, "-c", SCAN_CHILD, str(root)], capture_output=True, text=True, timeout=600,
+                             env={**os.environ, "PYTHONPATH": str(HERE.parent / "src")})
+        if out.returncode != 0:
+            raise SystemExit(out.stderr[-2000:])
+        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    t_find = best(lambda: subprocess.run(["find", str(root)], capture_output=True, timeout=120, check=True), runs)
+    r0 = results[0]
+    print(f"tree: {r0['entries']:,} entries in {r0['dirs']:,} directories; best of {runs} fresh processes")
+    rows = [("first walk (every directory listed)", "first"), ("refresh, nothing changed", "refresh"),
+            ("refresh, one directory changed", "refresh_changed"),
+            ("Read-deny masks, first (2 rules, every name matched)", "masks_first"),
+            ("Read-deny masks after one change", "masks_refresh"),
+            ("protected paths for bwrap (from the walk)", "protected"),
+            ("guarded paths before/after a command", "guarded")]
+    for name, key in rows:
+        print(f"{name:<56} {min(r[key] for r in results) * 1000:>8.1f} ms")
+    print(f"{'baseline: find (lists every entry)':<56} {t_find * 1000:>8.1f} ms")
+    print(f"masks found: {r0['masks']}, protected paths: {r0['protected_n']}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="~50 MB corpus, page at line 500,000")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--open-path", action="store_true", help="the cost of opening through files/beneath")
     ap.add_argument("--before", default="HEAD~1", help="with --open-path: the commit to compare with")
+    ap.add_argument("--scan", action="store_true", help="the shared tree walk on a 100,000-file tree")
     args = ap.parse_args()
     if args.open_path:
         open_path(args.before, args.runs)
+        return
+    if args.scan:
+        scan_tree(args.runs)
         return
     if args.quick:
         big, lines, offset = CORPUS / "lines_50mb.txt", 530_000, 500_000

@@ -133,10 +133,11 @@ def _walk(dir_fd: int, parts: tuple[str, ...], flags: int, mode: int, create_dir
         raise
 
 
-def _split(path: Path, root: Path) -> tuple[str, ...]:
-    rel = path.relative_to(root).parts
-    if any(p in ("..", ".") for p in rel):
-        raise OSError(errno.EINVAL, "a resolved path may not hold . or .. components", str(path))
+def _split(path: str, root: str) -> str:
+    """`path` relative to `root` (both absolute strings, `root` holding `path`): "" for the root."""
+    rel = path[len(root):].lstrip("/") if root != "/" else path.lstrip("/")
+    if rel and any(p in ("..", ".", "") for p in rel.split("/")):
+        raise OSError(errno.EINVAL, "a resolved path may not hold . or .. components", path)
     return rel
 
 
@@ -160,9 +161,13 @@ class Beneath:
     check: Callable[[Path, os.stat_result], None] | None = None
 
     def root_of(self, path: Path) -> Path:
-        best = Path(path.anchor or "/")
+        return Path(self._root_of(os.fspath(path)))
+
+    def _root_of(self, text: str) -> str:
+        best = "/"
         for r in self.roots:
-            if (path == r or r in path.parents) and len(r.parts) > len(best.parts):
+            r = os.fspath(r)
+            if (text == r or text.startswith(r + "/")) and len(r) > len(best):
                 best = r
         return best
 
@@ -170,24 +175,24 @@ class Beneath:
         if not SUPPORTED:
             raise OSError(errno.ENOSYS, "this platform cannot open files relative to a directory descriptor; "
                           "codebelt's file tools need Linux, macOS or a BSD")
-        path = Path(path)
-        if not path.is_absolute():
-            raise OSError(errno.EINVAL, "a resolved path must be absolute", str(path))
-        root = self.root_of(path)
-        parts = _split(path, root)
+        text = os.fspath(path)
+        if not text.startswith("/"):
+            raise OSError(errno.EINVAL, "a resolved path must be absolute", text)
+        root = self._root_of(text)
+        rel = _split(text, root)
         root_fd = os.open(root, _WALK & ~_NOFOLLOW)  # the root itself was resolved once, at session start
         try:
-            if not parts:
+            if not rel:
                 return os.open(".", flags | _CLOEXEC, dir_fd=root_fd)
             if openat2_available is not False and not create_dirs:
                 try:
-                    return _openat2(root_fd, os.path.join(*parts), flags, mode, STRICT)
+                    return _openat2(root_fd, rel, flags, mode, STRICT)
                 except _NoOpenat2:
                     pass
-            return _walk(root_fd, parts, flags, mode, create_dirs)
+            return _walk(root_fd, tuple(rel.split("/")), flags, mode, create_dirs)
         except OSError as e:
             if e.errno == errno.ELOOP or e.errno == errno.EXDEV:
-                raise SymlinkInPath(path, first_symlink(path)) from None
+                raise SymlinkInPath(Path(text), first_symlink(Path(text))) from None
             raise
         finally:
             os.close(root_fd)
@@ -215,11 +220,11 @@ class Beneath:
             if not stat_mod.S_ISREG(st.st_mode):
                 raise NotRegularFile(errno.EINVAL, "not a regular file (device, FIFO or socket)", str(path))
             if self.check is not None:
-                self.check(Path(path), st)
+                self.check(path, st)
         except BaseException:
             os.close(fd)
             raise
-        return Opened(Path(path), fd, st)
+        return Opened(path, fd, st)
 
     def stat(self, path: Path) -> os.stat_result:
         """`lstat` of the resolved `path` reached beneath its root (its parent opened without
