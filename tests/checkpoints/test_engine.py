@@ -125,3 +125,114 @@ def test_external_edit_between_calls_is_baseline_not_a_checkpoint(tmp_path):
     cp = book.list()[-1]
     assert book.store.read(cp.changes[0].before.hash) == b"edited by a person\n"
     book.close()
+
+
+def snapshot(root: Path) -> dict[str, tuple]:
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            st = p.lstat()
+            rel = str(p.relative_to(root))
+            if p.is_symlink():
+                out[rel] = ("link", os.readlink(p))
+            elif p.is_dir():
+                out[rel] = ("dir", st.st_mode & 0o7777)
+            else:
+                out[rel] = ("file", st.st_mode & 0o7777, p.read_bytes())
+    return out
+
+
+def random_command(rnd, root: Path) -> None:
+    """One 'command': a few random changes of every kind the tracker must see."""
+    import random as _random
+    import shutil
+
+    assert isinstance(rnd, _random.Random)
+    for _ in range(rnd.randint(1, 6)):
+        entries = sorted(p for p in root.rglob("*"))
+        files = [p for p in entries if p.is_file() and not p.is_symlink()]
+        dirs = [root] + [p for p in entries if p.is_dir() and not p.is_symlink()]
+        op = rnd.choice(["create", "modify", "append", "rename", "delete", "mkdir", "rmtree", "symlink",
+                         "chmod", "dir_to_file", "file_to_dir"])
+        target = rnd.choice(dirs) / f"n{rnd.randint(0, 999)}"
+        if os.path.lexists(target):
+            continue
+        if op == "create":
+            target.write_bytes(rnd.randbytes(rnd.randint(0, 300)))
+        elif op == "modify" and files:
+            rnd.choice(files).write_bytes(rnd.randbytes(50))
+        elif op == "append" and files:
+            with open(rnd.choice(files), "ab") as f:
+                f.write(b"more")
+        elif op == "rename" and len(entries) > 0:
+            src = rnd.choice(entries)
+            if src not in target.parents and src != root and not target.is_relative_to(src):
+                os.rename(src, target)
+        elif op == "delete" and files:
+            rnd.choice(files).unlink()
+        elif op == "mkdir":
+            (target / "inner").mkdir(parents=True)
+            (target / "inner" / "f").write_text("f")
+        elif op == "rmtree" and len(dirs) > 1:
+            shutil.rmtree(rnd.choice(dirs[1:]), ignore_errors=True)
+        elif op == "symlink":
+            os.symlink(rnd.choice(["f1", "../x", "nowhere"]), target)
+        elif op == "chmod" and files:
+            rnd.choice(files).chmod(rnd.choice([0o600, 0o755, 0o444]))
+        elif op == "dir_to_file" and len(dirs) > 1:
+            d = rnd.choice(dirs[1:])
+            shutil.rmtree(d, ignore_errors=True)
+            d.write_text("was a directory")
+        elif op == "file_to_dir" and files:
+            f = rnd.choice(files)
+            f.unlink()
+            f.mkdir()
+
+
+@pytest.mark.parametrize("use_journal", [True, False], ids=["journal", "scan"])
+@pytest.mark.parametrize("seed", range(8))
+def test_random_commands_then_reset_gives_back_the_tree(tmp_path, seed, use_journal):
+    import random
+
+    rnd = random.Random(seed)
+    root = tmp_path / "ws"
+    root.mkdir()
+    populate(root)
+    start = snapshot(root)
+    book = Checkpoints(tmp_path / "store", [root], "s", use_journal=use_journal)
+    book.start_tracking()
+    before: dict[int, dict] = {}  # checkpoint id → the tree before its command
+    for _ in range(8):
+        tree_before = snapshot(root)
+        rec = book.begin_command("Bash", "random")
+        random_command(rnd, root)
+        cid = rec.finish()
+        if cid is None:  # nothing changed: no checkpoint
+            assert snapshot(root) == tree_before
+        else:
+            before[cid] = tree_before
+    assert len(before) >= 5
+    # undo them one at a time, newest first: each gives back the tree before its command
+    for cid in sorted(before, reverse=True):
+        report = book.rewind(cid)
+        assert not report.conflicts, report.text()
+        assert snapshot(root) == before[cid], f"after undoing checkpoint {cid}"
+    assert snapshot(root) == start
+    book.close()
+
+
+def test_a_lost_event_queue_means_a_rescan(tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    populate(root)
+    book = Checkpoints(tmp_path / "store", [root], "s")
+    book.start_tracking()
+    rec = book.begin_command("Bash", "x")
+    (root / "f1").write_text("changed\n")
+    (root / "d" / "sub" / "x").unlink()
+    book.tracker.journal.drain()  # the events are gone, as after a queue overflow …
+    book.tracker.journal._overflow = True  # … which the kernel reports
+    cp = book.get(rec.finish())
+    assert {os.path.relpath(c.path, root) for c in cp.changes} == {"f1", "d/sub/x"}
+    book.close()

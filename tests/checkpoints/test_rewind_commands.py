@@ -66,11 +66,14 @@ COMMANDS = [
 ]
 
 
+@pytest.mark.parametrize("sandbox", ["auto", "off"])
 @pytest.mark.parametrize("name,command", COMMANDS, ids=[c[0] for c in COMMANDS])
-def test_command_rewound(make_session, ws, name, command):
+def test_command_rewound(make_session, ws, name, command, sandbox):
+    """Sandboxed or not, a command's changes are found the same way (the tracker watches the
+    roots, not the command)."""
     populate(ws)
     before = tree(ws)
-    s = make_session(mode="bypassPermissions")
+    s = make_session(mode="bypassPermissions", sandbox=sandbox)
     r = s.call("Bash", {"command": command})
     assert r.data["exitCode"] == 0, r.text
     assert tree(ws) != before
@@ -170,7 +173,7 @@ def test_git_checkout_of_another_branch(make_session, ws):
     git("checkout", "-q", "main")
     before = tree(ws)
     head = (ws / ".git/HEAD").read_text()
-    s = make_session(mode="bypassPermissions", sandbox="off")
+    s = make_session(mode="bypassPermissions")
     r = s.call("Bash", {"command": "git checkout -q other"})
     assert r.data["exitCode"] == 0, r.text
     assert (ws / "only-on-other.txt").exists()
