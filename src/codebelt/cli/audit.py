@@ -31,8 +31,9 @@ def run(args: argparse.Namespace) -> int:
         status = "ERROR" if row["is_error"] else "ok"
         decision = f"{row['decision']}({row['decided_by']})" if row["decision"] else "-"
         inp = row["input"] if len(row["input"]) <= 100 else row["input"][:100] + "…"
+        checkpoint = f"  checkpoint {row['checkpoint']}" if row.get("checkpoint") is not None else ""
         sys.stdout.write(
             f"{when} {row['session_id']} {row['tool']:<10} {decision:<22} {status:<5} "
-            f"{row['duration_ms']:>9.1f}ms {row['result_chars']:>7}ch  {inp}\n"
+            f"{row['duration_ms']:>9.1f}ms {row['result_chars']:>7}ch  {inp}{checkpoint}\n"
         )
     return 0
