@@ -95,6 +95,30 @@ def test_collection_drops_expired_checkpoints_and_their_contents(tmp_path):
     book.close()
 
 
+def test_collection_keeps_the_store_under_its_cap_dropping_the_oldest(tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    book = Checkpoints(tmp_path / "store", [root], "s")
+    for i in range(5):  # five files of 10,000 random bytes, each a checkpoint of its own
+        p = root / f"f{i}"
+        rec = book.begin_files("Write", p.name, [str(p)])
+        p.write_bytes(os.urandom(10_000))
+        rec.finish()
+    assert book.store.total_bytes() == 50_000
+    book.close()
+    book = Checkpoints(tmp_path / "store", [root], "s", Limits(max_store_bytes=25_000))  # the cap lowered
+    book.collect(grace_s=0)
+    assert book.store.total_bytes() <= 25_000
+    assert [cp.label for cp in book.list()] == ["f3", "f4"]  # the newest kept
+    # and a call past the cap records its new content as not kept rather than growing the store
+    rec = book.begin_files("Write", "f5", [str(root / "f5")])
+    (root / "f5").write_bytes(os.urandom(10_000))
+    cp = book.get(rec.finish())
+    assert cp.changes[0].after.hash is None and "maxStoreMB" in (cp.changes[0].after.lost or "")
+    assert book.store.total_bytes() <= 25_000
+    book.close()
+
+
 def test_rewind_never_follows_a_symlink_out_of_the_workspace(tmp_path):
     root, outside = tmp_path / "ws", tmp_path / "outside"
     root.mkdir()

@@ -185,10 +185,15 @@ def test_git_checkout_of_another_branch(make_session, ws):
     assert not any(".git" in p.split("/") for c in s.checkpoints() for p in c["paths"])
 
 
-def test_background_task_writes_after_returning(make_session, ws):
-    s = make_session(mode="bypassPermissions")
-    r = s.call("Bash", {"command": "sleep 1 && echo late > late.txt && mkdir out && echo o > out/o",
-                        "run_in_background": True})
+@pytest.mark.parametrize("how", ["run_in_background", "moved after autoBackgroundMs"])
+def test_background_task_writes_after_returning(make_session, ws, how):
+    if how == "run_in_background":
+        s = make_session(mode="bypassPermissions")
+        extra = {"run_in_background": True}
+    else:
+        s = make_session(mode="bypassPermissions", settings={"bash": {"autoBackgroundMs": 300}})
+        extra = {}
+    r = s.call("Bash", {"command": "sleep 1 && echo late > late.txt && mkdir out && echo o > out/o", **extra})
     task_id = r.data["backgroundTaskId"]
     assert not (ws / "late.txt").exists()
     s.call("TaskOutput", {"task_id": task_id, "block": True, "timeout": 20000})

@@ -172,7 +172,11 @@ class Checkpoints:
 
     def _budget(self) -> Budget:
         room = self.limits.max_store_bytes - self.store.total_bytes()
-        return Budget(max(0, min(self.limits.max_call_bytes, room)))
+        if room < self.limits.max_call_bytes:
+            return Budget(max(0, room), why=f"the checkpoint store is full ({self.limits.max_store_bytes >> 20} MB, "
+                          "setting checkpoints.maxStoreMB)")
+        return Budget(self.limits.max_call_bytes, why=f"the call changed more than {self.limits.max_call_bytes >> 20} MB "
+                      "(setting checkpoints.maxCallMB)")
 
     def _tracker(self) -> Tracker:
         if self.tracker is None:
@@ -318,7 +322,7 @@ class Checkpoints:
         self.records.expire(time.time() - self.limits.max_age_s)
         freed = self.store.collect(self.records.hashes() | live_hashes(self.conn, self._db_lock), grace_s)
         while self.store.total_bytes() > self.limits.max_store_bytes:
-            oldest = self.records.oldest(50)
+            oldest = self.records.oldest(max(1, self.records.count() // 10))
             if not oldest:
                 break
             self.records.delete(oldest)

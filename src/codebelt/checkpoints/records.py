@@ -180,6 +180,10 @@ class Records:
             cur = self.conn.execute("DELETE FROM checkpoints WHERE ended IS NOT NULL AND ended < ?", (older_than,))
             return cur.rowcount
 
+    def count(self) -> int:
+        with self.lock:
+            return int(self.conn.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0])
+
     def oldest(self, n: int) -> list[int]:
         with self.lock:
             return [r[0] for r in self.conn.execute(

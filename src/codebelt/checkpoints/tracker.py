@@ -29,6 +29,7 @@ class Budget:
 
     limit: int | None
     used: int = 0
+    why: str = "the call changed more than its cap (setting checkpoints.maxCallMB)"
 
     def allows(self, size: int) -> bool:
         return self.limit is None or self.used + size <= self.limit
@@ -138,8 +139,7 @@ class Tracker:
         if self.file_limit is not None and st.st_size > self.file_limit:
             return Entry(FILE, mode, None, st.st_size, lost=_over_file_limit(st.st_size, self.file_limit), key=key)
         if not budget.allows(st.st_size):
-            return Entry(FILE, mode, None, st.st_size, key=key,
-                         lost=f"the call changed more than {_mb(budget.limit or 0)} (setting checkpoints.maxCallMB)")
+            return Entry(FILE, mode, None, st.st_size, key=key, lost=budget.why)
         try:
             digest, size = self.store.put_file(path, self.file_limit)
         except TooLarge as e:
