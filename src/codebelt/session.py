@@ -175,6 +175,10 @@ class Session:
     A settings file or value that cannot be used raises `SettingsError` here, naming it.
     The workspace's own settings files may only narrow access unless `trust_workspace` (or the
     user's `trustedWorkspaces`) trusts it; `trust_workspace_hooks` is the older name of it.
+    `results_root` keeps what results point to (a large output's file, an evicted result) after
+    the session: they go in a new subdirectory of it, which close() leaves, and Read may read
+    anything below it without asking (the CLI keeps one per CLI session). By default they live
+    in the session's temp directory and go with it.
     """
 
     def __init__(
@@ -189,6 +193,7 @@ class Session:
         audit: bool | str | os.PathLike[str] = True,
         load_user_settings: bool = True,
         session_id: str | None = None,
+        results_root: str | os.PathLike[str] | None = None,
         tools: Iterable[type[Tool]] | None = None,
         trust_workspace: bool = False,
         trust_workspace_hooks: bool = False,
@@ -224,12 +229,17 @@ class Session:
         self._tmp = Path(tempfile.mkdtemp(prefix=f"codebelt-{self.id}-p{os.getpid()}-"))
         self._tmp_lock = _hold(self._tmp)
         try:
-            self.results_dir = self._tmp / "results"
-            self.results_dir.mkdir()
+            if results_root is None:
+                self.results_dir = readable = self._tmp / "results"
+                self.results_dir.mkdir()
+            else:
+                readable = Path(results_root)
+                readable.mkdir(parents=True, exist_ok=True, mode=0o700)
+                self.results_dir = Path(tempfile.mkdtemp(prefix=f"{time.strftime('%Y%m%d-%H%M%S')}-", dir=readable))
             self.temp_dir = self._tmp / "tmp"  # the per-session TMPDIR for shell commands
             self.temp_dir.mkdir()
             self.workspace = Workspace(
-                root_path, [d for d in extra if d.is_dir()], internal_read_dirs=[self.results_dir]
+                root_path, [d for d in extra if d.is_dir()], internal_read_dirs=[readable]
             )
             self.approver = approver
 
@@ -259,6 +269,8 @@ class Session:
                 self._audit = AuditLog.open(None if audit is True else Path(audit))
         except BaseException:  # a bad rule, an unusable audit path …: leave nothing behind
             shutil.rmtree(self._tmp, ignore_errors=True)
+            if results_root is not None and hasattr(self, "results_dir"):
+                shutil.rmtree(self.results_dir, ignore_errors=True)
             os.close(self._tmp_lock)
             raise
         self._closed = False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -68,6 +69,25 @@ def test_large_result_is_evicted_with_head_and_tail(s):
     assert open(saved).read().splitlines()[2500] == "line 2500"
     # The results directory is readable without rules, even though it is outside the workspace.
     assert s.engine.decide_path(__import__("codebelt.permissions.requests", fromlist=["x"]).PathRequest("read", __import__("pathlib").Path(saved))).behavior == "allow"
+
+
+def test_results_kept_under_a_results_root_outlive_the_session(tmp_path):
+    from codebelt import Session
+    from codebelt.permissions.requests import PathRequest
+
+    from .tools_for_tests import Fail
+
+    ws, kept = tmp_path / "ws", tmp_path / "kept"
+    ws.mkdir()
+    with Session(ws, audit=False, load_user_settings=False, tools=[Fail], results_root=kept) as first:
+        saved = Path(first.call("Fail", {"how": "huge"}).data["outputPath"])
+    assert saved.is_file() and kept in saved.parents  # still there after close
+    with Session(ws, audit=False, load_user_settings=False, results_root=kept) as second:
+        assert second.engine.decide_path(PathRequest("read", saved)).behavior == "allow"
+        r = second.call("Read", {"file_path": str(saved), "offset": 2501, "limit": 1})
+        assert not r.is_error and "line 2500" in r.text, r.text
+    with Session(ws, audit=False, load_user_settings=False) as other:  # not its results: asks
+        assert other.engine.decide_path(PathRequest("read", saved)).behavior == "ask"
 
 
 def test_tool_specs_are_self_contained(s):

@@ -3,14 +3,17 @@ result text on stdout.
 
 Calls share a persistent session per workspace (`--session` picks one, default "default";
 `--new-session` starts it afresh): a Read lets a later Edit work, a `cd` carries over. A
-foreground Bash command runs to its timeout with its output shown live on a terminal; background
-tasks would die with the process, so `run_in_background` is refused.
+foreground Bash command runs to its timeout with its output shown live on a terminal (once: what
+was shown live is not printed again there); background tasks would die with the process, so
+`run_in_background` is refused. What a result points to (a large output's file) is kept with the
+CLI session, for the next call to Read.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     state = SessionState(Path(args.root), args.session)
     if args.new_session:
         state.clear()
-    with make_session(args, settings=ONE_SHOT) as session:
+    state.prune_results()
+    with make_session(args, settings=ONE_SHOT, session_id=state.session_id(), results_root=state.results) as session:
         if args.tool not in session.tools:
             raise UsageError(f"unknown tool {args.tool!r}; available: {', '.join(sorted(session.tools))}")
         state.load_into(session)
@@ -66,22 +70,50 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         stream = sys.stderr if result.is_error else sys.stdout
-        stream.write(result.text if result.text.endswith("\n") else result.text + "\n")
+        text = result.text
+        if live is not None and live.started:
+            # Shown as it came; on a terminal it is not printed again (into a pipe or a file, the
+            # whole result goes as always: that is where the output is wanted).
+            rest = live.finish(result)
+            if stream.isatty():
+                text = rest
+        if text:
+            stream.write(text if text.endswith("\n") else text + "\n")
         if result.images:
             sys.stderr.write(f"[{len(result.images)} image(s) omitted; use --json to get them]\n")
     return 1 if result.is_error else 0
 
 
 class _LiveOutput:
-    """A Bash command's new lines on the terminal while it runs (progress arrives about once a
-    second with the last lines and the running line count)."""
+    """A Bash command's output on the terminal while it runs, all of it: each progress report
+    (about once a second) names the file the output goes to, and what it gained since is shown.
+    The descriptor stays open, so the rest can be shown after the command even if the file was
+    deleted meanwhile. Past LIVE_MAX_BYTES the live view stops (the result says where it all is)."""
+
+    LIVE_MAX_BYTES = 4 << 20
 
     def __init__(self) -> None:
+        self.fd: int | None = None
         self.shown = 0
+        self.capped = False
+        self.fallback_lines = 0  # lines shown from the reports themselves when the file cannot be opened
+
+    @property
+    def started(self) -> bool:
+        return self.fd is not None
 
     def __call__(self, message: str, data: dict[str, Any]) -> None:
+        path = data.get("outputPath")
+        if self.fd is None and isinstance(path, str):
+            try:
+                self.fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                pass
+        if self.fd is not None:
+            self._show(final=False)
+            return
         total, last = int(data.get("totalLines") or 0), list(data.get("lastLines") or [])
-        new = total - self.shown
+        new = total - self.fallback_lines
         if new <= 0:
             return
         if new > len(last):
@@ -89,4 +121,41 @@ class _LiveOutput:
         for line in last[-new:]:
             sys.stderr.write(line + "\n")
         sys.stderr.flush()
-        self.shown = total
+        self.fallback_lines = total
+
+    def _show(self, final: bool) -> None:
+        """What the output gained since the last look: whole lines only, unless the command ended."""
+        assert self.fd is not None
+        while not self.capped:
+            chunk = os.pread(self.fd, min(1 << 20, self.LIVE_MAX_BYTES - self.shown), self.shown)
+            if not chunk:
+                break
+            if not final:
+                cut = chunk.rfind(b"\n") + 1
+                if cut == 0:
+                    break  # a line still being written: shown once it is whole
+                chunk = chunk[:cut]
+            sys.stderr.buffer.write(chunk)
+            self.shown += len(chunk)
+            if self.shown >= self.LIVE_MAX_BYTES:
+                self.capped = True
+        sys.stderr.flush()
+
+    def finish(self, result: Any) -> str:
+        """Show the rest of the output, and return what of the result is still to be printed:
+        its status lines and notes, not the output again."""
+        assert self.fd is not None
+        try:
+            self._show(final=True)
+            if self.shown and not os.pread(self.fd, 1, self.shown - 1).endswith(b"\n"):
+                sys.stderr.write("\n")
+        finally:
+            os.close(self.fd)
+        data = result.data or {}
+        stdout = data.get("stdout") or ""
+        rest = result.text[len(stdout):].lstrip("\n") if result.text.startswith(stdout) else result.text
+        if self.capped:
+            where = data.get("outputPath")
+            rest = (f"[live view stopped after {self.LIVE_MAX_BYTES >> 20} MB"
+                    + (f"; the whole output is in {where}]" if where else "]") + ("\n" + rest if rest else ""))
+        return rest

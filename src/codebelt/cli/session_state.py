@@ -2,9 +2,14 @@
 call lets an Edit in the next one work, and a `cd` carries over — as in an agent's session.
 
 Kept per workspace root and session name in the user's state directory (0600 files in a 0700
-directory): the file read-state (what was read, when, its hash — stale-read checks still apply
-against the file as it is now) and the Bash working directory. Background tasks do not survive a
-process and are not kept.
+directory): the session id (one audit session, however many calls), the file read-state (what
+was read, when, its hash — stale-read checks still apply against the file as it is now) and the
+Bash working directory. Background tasks do not survive a process and are not kept.
+
+What results point to — a large command output's file, an evicted result — is kept beside it
+(`NAME.results/`, one subdirectory per call), so the next call can Read it (without asking: the
+session's results are its own). Bounded: subdirectories older than a week go, then the oldest
+until the whole is under 1 GB or 200 calls; `--new-session` removes them all.
 """
 
 from __future__ import annotations
@@ -14,7 +19,10 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import tempfile
+import time
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -24,6 +32,9 @@ from . import UsageError
 NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 MAX_BYTES = 16 << 20  # a state file past this is ignored (and rewritten) rather than loaded
 MAX_FILES = 10_000  # records kept per session: the most recent ones
+RESULTS_MAX_AGE_S = 7 * 24 * 3600
+RESULTS_MAX_BYTES = 1 << 30
+RESULTS_MAX_CALLS = 200
 
 
 def state_dir() -> Path:
@@ -38,6 +49,7 @@ class SessionState:
         key = hashlib.sha256(str(Path(os.path.realpath(root))).encode()).hexdigest()[:16]
         self.dir = state_dir() / key
         self.path = self.dir / f"{name}.json"
+        self.results = self.dir / f"{name}.results"
         self.name = name
 
     @contextmanager
@@ -64,6 +76,53 @@ class SessionState:
     def clear(self) -> None:
         with self._locked():
             self.path.unlink(missing_ok=True)
+            shutil.rmtree(self.results, ignore_errors=True)
+
+    def session_id(self) -> str:
+        """The CLI session's id, made on its first call: every call of it is one audit session."""
+        with self._locked():
+            data = self._read()
+            sid = data.get("id")
+            if isinstance(sid, str) and re.fullmatch(r"[0-9a-f]{12}", sid):
+                return sid
+            data["id"] = sid = uuid.uuid4().hex[:12]
+            self._write(data)
+            return sid
+
+    def prune_results(self) -> None:
+        """Keep the results directory bounded: by age, then oldest first by size and count."""
+        with self._locked():
+            try:
+                calls = [e for e in os.scandir(self.results) if e.is_dir(follow_symlinks=False)]
+            except OSError:
+                return
+            now = time.time()
+            aged: list[tuple[float, int, str]] = []
+            for e in calls:
+                try:
+                    mtime = e.stat(follow_symlinks=False).st_mtime
+                except OSError:
+                    continue
+                if now - mtime > RESULTS_MAX_AGE_S:
+                    shutil.rmtree(e.path, ignore_errors=True)
+                else:
+                    aged.append((mtime, _size(e.path), e.path))
+            aged.sort()
+            total = sum(size for _, size, _ in aged)
+            while aged and (total > RESULTS_MAX_BYTES or len(aged) > RESULTS_MAX_CALLS):
+                _, size, path = aged.pop(0)
+                shutil.rmtree(path, ignore_errors=True)
+                total -= size
+
+    def _write(self, data: dict[str, Any]) -> None:
+        fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".state-")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
     def load_into(self, session: Any) -> None:
         from ..tools._services import file_states, shell_cwd
@@ -89,11 +148,20 @@ class SessionState:
             if len(files) > MAX_FILES:
                 files = dict(sorted(files.items(), key=lambda kv: kv[1].get("mtime_ns", 0))[-MAX_FILES:])
             out = {"root": str(session.workspace.root), "cwd": str(cwd), "files": files}
-            fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".state-")
+            if isinstance(data.get("id"), str):
+                out["id"] = data["id"]
+            self._write(out)
+
+
+def _size(path: str, limit: int = 100_000) -> int:
+    """Bytes of the files below `path` (at most `limit` entries looked at)."""
+    total = 0
+    for n, (folder, _, names) in enumerate(os.walk(path)):
+        for name in names:
             try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    json.dump(out, f)
-                os.replace(tmp, self.path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+                total += os.lstat(os.path.join(folder, name)).st_size
+            except OSError:
+                pass
+        if n > limit:
+            break
+    return total

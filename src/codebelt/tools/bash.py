@@ -249,7 +249,7 @@ def _status_lines(out: Outcome, timeout_ms: int) -> list[str]:
     return lines
 
 
-def _progress_sink(ctx: ToolContext):
+def _progress_sink(ctx: ToolContext, output: Path):
     if ctx.progress is None:
         return None
 
@@ -260,6 +260,7 @@ def _progress_sink(ctx: ToolContext):
             totalLines=p.total_lines,
             totalBytes=p.total_bytes,
             elapsedSeconds=round(elapsed, 1),
+            outputPath=str(output),  # the whole output so far, for a viewer that shows all of it
         )
 
     return sink
@@ -359,7 +360,6 @@ class Bash(Tool):
         jail = _jail(ctx)
         env_before = _guarded_before(ctx)
         budget_ms = ctx.settings.bash.auto_background_ms if ctx.settings.bash.auto_background else None
-        progress = _progress_sink(ctx)
         oom_before = _oom_kills(ctx)
         # Nothing between spawn and wait_foreground may raise: the caller's thread watches.
         try:
@@ -373,7 +373,7 @@ class Bash(Tool):
             proc,
             budget_s=budget_ms / 1000 if budget_ms else None,
             cancel_event=ctx.cancel_event,
-            on_progress=progress,
+            on_progress=_progress_sink(ctx, proc.spool_path),
         )
         if not finished:
             _undo_at_exit(ctx, proc, env_before)
