@@ -1,12 +1,15 @@
-"""Every code block in the README runs as written: Python blocks, the command-line and MCP
-blocks (in a scratch workspace, the installed `codebelt` on PATH), the settings example, and
-the set-up commands (CI runs them word for word; here the part after installing)."""
+"""Every code block in the README runs as written, in a fresh clone as the set-up commands leave
+it: the repository's files, `.venv` holding the installed package, and nothing on PATH that the
+set-up commands did not put there (they put nothing there: the README says `.venv/bin/…`).
+Python blocks, the command-line and MCP blocks, the settings example, and the set-up commands
+(CI runs them word for word; here the part after installing)."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -19,69 +22,114 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BLOCKS = [(m.group(1), m.group(2)) for m in re.finditer(r"```(\w+)\n(.*?)```", README, re.S)]
-BIN = Path(sys.executable).parent
+VENV = Path(sys.prefix)  # the environment `scripts/setup.sh` made, running these tests
 
 
 def blocks(lang: str) -> list[str]:
     return [body for kind, body in BLOCKS if kind == lang]
 
 
-@pytest.fixture
-def scratch(tmp_path):
-    ws = tmp_path / "project"
-    (ws / "src").mkdir(parents=True)
-    shutil.copy(ROOT / "README.md", ws / "README.md")
-    (ws / "a.py").write_text("def main():\n    pass\n")
-    (ws / "src" / "app.py").write_text("".join(f"x{i} = {i}  # TODO {i}\n" for i in range(200)))
-    (ws / "change.patch").write_text("*** Begin Patch\n*** Add File: added.txt\n+hello\n*** End Patch\n")
-    return ws
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory) -> Path:
+    """The repository's files as a clone has them (the working tree's, tracked files only), with
+    `.venv` the environment that runs these tests."""
+    if not (VENV / "bin" / "codebelt").exists():
+        pytest.skip("the tests do not run from the environment scripts/setup.sh makes")
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, timeout=60)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout")
+    dest = tmp_path_factory.mktemp("clone") / "codebelt"
+    for rel in filter(None, listed.stdout.decode().split("\0")):
+        src = ROOT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    (dest / ".venv").symlink_to(VENV)
+    return dest
 
 
 def env() -> dict[str, str]:
-    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    """The user's environment before the set-up commands: the venv neither on PATH nor active."""
+    bin_dir = str(VENV / "bin")
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != bin_dir)
+    out = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
+    out["PATH"] = path
+    return out
 
 
 def test_the_readme_has_the_blocks_this_test_runs():
     assert len(blocks("python")) == 3 and len(blocks("sh")) == 3 and len(blocks("json")) == 1
 
 
+def test_the_venv_is_not_on_path_here(clone):
+    # what makes the lines below a real check: bare names are not found after the set-up commands
+    out = subprocess.run(["bash", "-c", "command -v codebelt apply_patch"], cwd=clone, env=env(),
+                         capture_output=True, text=True, timeout=30)
+    assert out.stdout.strip() == "", out.stdout
+
+
 @pytest.mark.parametrize("code", blocks("python"), ids=["python-session", "python-adapters", "python-checkpoints"])
-def test_python_blocks(scratch, code):
-    out = subprocess.run([sys.executable, "-c", code], cwd=scratch, env=env(), capture_output=True,
+def test_python_blocks(clone, code):
+    out = subprocess.run([".venv/bin/python", "-c", code], cwd=clone, env=env(), capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
 
 
-def test_command_line_block(scratch):
-    block = next(b for b in blocks("sh") if "codebelt call Read" in b and "src/app.py" in b)
+def test_command_line_block(clone):
+    block = next(b for b in blocks("sh") if "codebelt call Read" in b and "codebelt audit" in b)
     for line in block.strip().splitlines():
-        out = subprocess.run(["bash", "-c", line], cwd=scratch, env=env(), capture_output=True, text=True, timeout=60)
+        out = subprocess.run(["bash", "-c", line], cwd=clone, env=env(), capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, (line, out.stdout[-1000:], out.stderr[-1000:])
-    assert (scratch / "added.txt").read_text() == "hello\n"  # apply_patch < change.patch
+    assert (clone / "hello.txt").read_text() == "hello\n"  # what the apply_patch line adds
 
 
-def test_mcp_server_block_starts_each_server(scratch):
+def test_mcp_server_block_starts_each_server(clone):
     block = next(b for b in blocks("sh") if "codebelt serve" in b)
     for line in block.strip().splitlines():
-        proc = subprocess.Popen(["bash", "-c", line], cwd=scratch, env=env(),
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
-        try:
-            if "--http" in line:
-                deadline = time.monotonic() + 30
-                err = b""
-                while b"listening on" not in err and time.monotonic() < deadline and proc.poll() is None:
-                    err += proc.stderr.read1(4096) if proc.stderr else b""
-                assert b"listening on" in err, (line, err[-500:])
-            else:  # stdio: answer an initialize request, then end at end of input
-                init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "readme", "version": "1"}}}
-                out, _ = proc.communicate(json.dumps(init).encode() + b"\n", timeout=30)
-                assert b'"serverInfo"' in out, (line, out[-500:])
+        if "--http" in line:
+            _serves_http(clone, line)
+            continue
+        proc = subprocess.Popen(["bash", "-c", line], cwd=clone, env=env(), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        try:  # stdio: answer an initialize request, then end at end of input
+            init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "readme", "version": "1"}}}
+            out, _ = proc.communicate(json.dumps(init).encode() + b"\n", timeout=30)
+            assert b'"serverInfo"' in out, (line, out[-500:])
         finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(timeout=15)
+            _stop(proc)
+
+
+def _serves_http(clone: Path, line: str) -> None:
+    """The line's server starts listening. Its port is fixed by the README, and other test runs on
+    the machine run this same line: a port in use is waited for, not a failure."""
+    deadline = time.monotonic() + 120
+    while True:
+        proc = subprocess.Popen(["bash", "-c", line], cwd=clone, env=env(), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        err = b""
+        try:
+            until = time.monotonic() + 30
+            assert proc.stderr is not None
+            while b"listening on" not in err and time.monotonic() < until:
+                ready, _, _ = select.select([proc.stderr], [], [], max(0.0, until - time.monotonic()))
+                chunk = proc.stderr.read1(4096) if ready else b""
+                if ready and not chunk:
+                    break  # it ended
+                err += chunk
+            if b"listening on" in err:
+                return
+        finally:
+            _stop(proc)
+        if b"address already in use" not in err or time.monotonic() > deadline:
+            raise AssertionError((line, err[-500:]))
+        time.sleep(1)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=15)
 
 
 def test_settings_example_is_valid(tmp_path):
@@ -109,6 +157,11 @@ def test_set_up_commands():
         "bash scripts/setup.sh --test && .venv/bin/python -m pytest -q -p no:cacheprovider",
     ]
     assert commands[1] in (ROOT / ".ci" / "run").read_text()  # what CI runs, word for word
-    after_install = commands[0].split(" && ", 1)[1].replace(".venv/bin/", f"{BIN}/")
-    out = subprocess.run(["bash", "-c", after_install], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=60)
+
+
+def test_set_up_commands_after_installing(clone):
+    setup = next(b for b in blocks("sh") if "scripts/setup.sh" in b)
+    first = next(line for line in setup.splitlines() if line.startswith("bash scripts/setup.sh &&"))
+    after_install = first.split(" && ", 1)[1]
+    out = subprocess.run(["bash", "-c", after_install], cwd=clone, env=env(), capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "# codebelt" in out.stdout, out.stderr
