@@ -51,3 +51,27 @@ def test_explain(case_id, tail, code, backend, network, expected):
 def test_protected_paths_are_only_named_for_bwrap():
     tail = "bash: .git/hooks/pre-commit: Permission denied"
     assert ".git/hooks" not in denial.explain(tail, 1, backend="landlock", network=False, temp_dir=None)
+
+
+# A pipeline's exit status is its last part's: the denial of an earlier part is found from that
+# part's status (PIPESTATUS, recorded by the runner) and the output, whatever the last part did.
+PIPELINES = [
+    ("network, stderr not piped", "python3 -c \"import urllib.request; urllib.request.urlopen('http://example.com', timeout=10)\" | head -c 100",
+     "sandbox.network: true"),
+    ("read-only, output piped", "python3 -c \"open('/usr/codebelt-denied', 'w')\" 2>&1 | tail -n 3",
+     "permissions.additionalDirectories"),
+    ("a reader that stops early is no failure", "yes | head -n 1", None),
+    ("a denial-looking line of a command that succeeded", "printf 'Permission denied\\n' | cat", None),
+]
+
+
+@pytest.mark.parametrize("command,expected", [c[1:] for c in PIPELINES], ids=[c[0] for c in PIPELINES])
+def test_denials_in_any_part_of_a_pipeline(make_session, backend, command, expected):
+    s = make_session(sandbox=backend, mode="bypassPermissions")
+    r = s.call("Bash", {"command": command})
+    assert r.data["exitCode"] == 0  # the command's own status is untouched
+    note = r.data.get("sandboxNote")
+    if expected is None:
+        assert note is None, note
+    else:
+        assert note and expected in note and expected in r.text, r.text[-1500:]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -165,3 +166,20 @@ def test_a_child_tied_to_its_parent_outlives_the_thread_that_asked_for_it(tmp_pa
         assert proc.outcome.exit_code == 0 and proc.spool_path.read_text() == "done\n"
     finally:
         manager.close()
+
+
+@pytest.mark.parametrize("command,expected", [
+    ("false | true", (1, 0)),
+    ("true | (exit 3) | cat", (0, 3, 0)),
+    ("true; false | true", (1, 0)),
+    ("false | true; echo after", (0,)),  # the last pipeline is a single command
+])
+def test_pipeline_statuses_are_recorded_without_changing_the_command(tmp_path, command, expected):
+    proc = ShellProcess(command=command, cwd=tmp_path, env=dict(os.environ), spool_path=tmp_path / "out.log",
+                        record_status=True).start()
+    assert proc.wait(30)
+    assert proc.outcome.pipe_status == expected
+    plain = ShellProcess(command=command, cwd=tmp_path, env=dict(os.environ), spool_path=tmp_path / "plain.log").start()
+    assert plain.wait(30)
+    assert proc.outcome.exit_code == plain.outcome.exit_code
+    assert (tmp_path / "out.log").read_bytes() == (tmp_path / "plain.log").read_bytes()

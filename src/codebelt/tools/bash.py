@@ -234,6 +234,22 @@ def _memory_note(oom_before: int, exit_code: int | None, output: str, ctx: ToolC
         return None
 
 
+def _has_pipeline(script: Script) -> bool:
+    """Whether the command may end in a pipeline, whose parts' statuses are then recorded (it
+    costs bash the fork it saves when it can exec the last command)."""
+    if script.complex is not None or not script.commands:
+        return "|" in script.text
+    return any(c.op in ("|", "|&") for c in script.commands)
+
+
+def _failure(out: Outcome) -> int:
+    """The exit code that says the command (or a part of its last pipeline) failed, 0 if none did.
+    A part ended by SIGPIPE (141) only lost its reader (`yes | head -1`): not a failure."""
+    if out.exit_code not in (0, None):
+        return out.exit_code
+    return next((code for code in out.pipe_status or () if code not in (0, 141)), 0)
+
+
 def _status_lines(out: Outcome, timeout_ms: int) -> list[str]:
     lines = []
     if out.timed_out:
@@ -366,7 +382,8 @@ class Bash(Tool):
             # Recording the final directory costs bash a fork (it cannot exec the last command
             # under an EXIT trap); skip it when the command cannot change the directory.
             proc = manager.spawn(params.command, cwd, timeout_ms / 1000,
-                                 record_cwd=params.script.may_change_cwd, watch=False, wrap=jail)
+                                 record_cwd=params.script.may_change_cwd, watch=False, wrap=jail,
+                                 record_status=_has_pipeline(params.script))
         except ShellError as e:
             raise ToolError(f"The command could not be started: {e}") from None
         finished = wait_foreground(
@@ -401,10 +418,11 @@ class Bash(Tool):
             output_path = None
             ctx.service(task_manager).release_spool(proc)
         sandbox_note = None
-        if out.exit_code not in (0, None) and out.stop_reason is None:
-            sandbox_note = (_memory_note(oom_before, out.exit_code, rendered.text, ctx)
+        failed = _failure(out)
+        if failed and out.stop_reason is None:
+            sandbox_note = (_memory_note(oom_before, failed, rendered.text, ctx)
                             or (_jail_note(rendered.text[-4000:]) if jailed else None)
-                            or _sandbox_note(rendered.text[-4000:], out.exit_code, ctx))
+                            or _sandbox_note(rendered.text[-4000:], failed, ctx))
             if sandbox_note:
                 notes.append(sandbox_note)
         notes += filter(None, [_secret_note(params.command, ctx)])

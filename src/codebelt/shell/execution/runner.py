@@ -83,8 +83,9 @@ def build_env(policy: str, allow: list[str], temp_dir: Path, marker: str,
 CWD_FD_MIN = 200
 
 
-def wrap_script(command: str, cwd_fd: int | None) -> str:
-    """The script bash runs: the command, with an EXIT trap that reports where it ended.
+def wrap_script(command: str, cwd_fd: int | None, status: bool = False, cwd: bool = True) -> str:
+    """The script bash runs: the command, with an EXIT trap that reports where it ended and,
+    with `status`, how each part of its last pipeline ended.
 
     The trap shares the command's first line so bash's error messages keep the command's own
     line numbers. It runs on `exit N`, on errors and after the last command, keeps the exit
@@ -92,11 +93,19 @@ def wrap_script(command: str, cwd_fd: int | None) -> str:
     it writes is only a hint: the caller resolves it and refuses anything outside the
     workspace. If the command replaces the trap, closes the descriptor or `exec`s, nothing is
     recorded and the directory stays as it was.
+
+    A pipeline's exit status is its last part's (`curl URL | head` is 0 when curl could not
+    connect). `PIPESTATUS`, read first thing in the trap, still holds every part's status; it
+    is reported ("S 6 0") without touching what the command prints or returns.
     """
     if cwd_fd is None:
         return command
-    action = f"builtin pwd -P 2>/dev/null >&{cwd_fd}"
-    return f"trap -- {shlex.quote(action)} EXIT; {command}"
+    actions = []
+    if status:
+        actions.append(f'builtin printf "S %s\\n" "${{PIPESTATUS[*]}}" >&{cwd_fd} 2>/dev/null')
+    if cwd:
+        actions.append(f"builtin pwd -P 2>/dev/null >&{cwd_fd}")
+    return f"trap -- {shlex.quote('; '.join(actions))} EXIT; {command}"
 
 
 @dataclass
@@ -110,6 +119,7 @@ class Outcome:
     duration_ms: float
     output_bytes: int
     final_cwd: str | None  # what the EXIT trap recorded, unvalidated
+    pipe_status: tuple[int, ...] | None = None  # each part of the last pipeline (record_status)
 
 
 @dataclass(eq=False)  # identity semantics: processes live in sets
@@ -124,6 +134,7 @@ class ShellProcess:
     grace_s: float = 2.0
     max_output_bytes: int | None = None
     record_cwd: bool = False  # report the final directory (Outcome.final_cwd)
+    record_status: bool = False  # report each part's exit status of the last pipeline
     script_dir: Path | None = None  # where a long command's script file goes
     wrap: Wrap | None = None
     marker: str = ""
@@ -151,12 +162,12 @@ class ShellProcess:
         """Spawn the command. `watch=False`: the caller must call `watch()` (or
         `watch_in_background()`) itself, or nothing enforces the timeout."""
         cwd_w = -1
-        if self.record_cwd:
+        if self.record_cwd or self.record_status:
             # Non-blocking: a child that fills the pipe cannot make the trap hang bash.
             self._cwd_r, w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
             cwd_w = fcntl.fcntl(w, fcntl.F_DUPFD_CLOEXEC, CWD_FD_MIN)
             os.close(w)
-        script = wrap_script(self.command, cwd_w if cwd_w >= 0 else None)
+        script = wrap_script(self.command, cwd_w if cwd_w >= 0 else None, self.record_status, self.record_cwd)
         bash = find_bash()
         if len(script.encode("utf-8", "surrogateescape")) > MAX_ARGV_SCRIPT:
             # Too long for one argv string: bash reads it from a file (same semantics,
@@ -337,6 +348,7 @@ class ShellProcess:
             self._pidfd = -1
         size = self.output_size()
         final_cwd = None
+        pipe_status = None
         if self._cwd_r >= 0:
             # Read what the trap wrote, without waiting for EOF (a child may still hold the
             # write end); the last line wins if a child wrote there too.
@@ -347,7 +359,12 @@ class ShellProcess:
             os.close(self._cwd_r)
             self._cwd_r = -1
             lines = data.decode("utf-8", "surrogateescape").rstrip("\n").split("\n")
-            final_cwd = lines[-1] or None
+            # The last line of each kind wins, if a child wrote there too.
+            dirs = [x for x in lines if x.startswith("/")]
+            final_cwd = dirs[-1] if dirs and self.record_cwd else None
+            statuses = [x[2:].split() for x in lines if x.startswith("S ")]
+            if statuses and all(v.isdigit() for v in statuses[-1]):
+                pipe_status = tuple(int(v) for v in statuses[-1])
         if self._script_file is not None:
             try:
                 self._script_file.unlink()
@@ -365,6 +382,7 @@ class ShellProcess:
             duration_ms=(self.ended_at - self.started_at) * 1000,
             output_bytes=size,
             final_cwd=final_cwd,
+            pipe_status=pipe_status,
         )
         # Whatever bash left behind in its group (`cmd &`, children ignoring SIGTERM) is
         # stopped: nothing outlives the command that started it. The common case (nothing

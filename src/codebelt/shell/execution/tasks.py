@@ -126,7 +126,8 @@ class TaskManager:
 
     # -- starting ------------------------------------------------------------------------------
     def spawn(self, command: str, cwd: Path, timeout_s: float | None,
-              record_cwd: bool = True, watch: bool = True, wrap: Wrap | None = None) -> ShellProcess:
+              record_cwd: bool = True, watch: bool = True, wrap: Wrap | None = None,
+              record_status: bool = False) -> ShellProcess:
         """Start `command` in `cwd`. Raises ShellError if it cannot start. `watch=False`:
         the caller watches it (runner.ShellProcess.watch). `wrap`: run it in this wrapper
         (the read-only jail) instead of the session's sandbox."""
@@ -146,6 +147,7 @@ class TaskManager:
             grace_s=self.grace_s,
             max_output_bytes=self.max_output_bytes,
             record_cwd=record_cwd,
+            record_status=record_status,
             script_dir=self.spool_dir,
             wrap=wrap,
             marker=marker,
