@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from pydantic import BaseModel, Field
 
 from ..files.beneath import NotRegularFile, Opened, SymlinkInPath
@@ -9,6 +12,7 @@ from ..files.codec import SNIFF_BYTES, BinaryFile, sniff
 from ..files.lines import PIECE_BYTES, read_page, read_page_text
 from ..files.lookup import did_you_mean
 from ..permissions.requests import PathRequest
+from ..sandbox.jail import SYSTEM_DIRS
 from ..tool import Image, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from ._opening import beneath, swapped
 from ._services import file_states, line_indexes
@@ -77,6 +81,12 @@ class Read(Tool):
             raise ToolError(f"offset must be a line number (1 or more), got {params.offset}.")
         if params.limit is not None and params.limit < 1:
             raise ToolError(f"limit must be at least 1, got {params.limit}.")
+        path = ctx.resolve(params.file_path)
+        if (not ctx.workspace.is_inside(path) and _existence_is_public(path) and not os.path.lexists(path)
+                and ctx.permissions.decide_path(PathRequest("read", path), self.name).behavior == "ask"):
+            # Nobody can usefully approve reading a file that is not there, and in the installed
+            # software's directories whether a file exists is no secret (docs/security.md).
+            raise ToolError(f"File does not exist: {path}. Check the path, or use Glob to find the file.")
 
     def permission_requests(self, params: ReadInput, ctx: ToolContext) -> list[PathRequest]:
         return [PathRequest("read", ctx.resolve(params.file_path))]
@@ -332,3 +342,14 @@ def _size(n: int) -> str:
             return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n} bytes"  # pragma: no cover
+
+
+_PUBLIC = tuple({Path(os.path.realpath(d)) for d in SYSTEM_DIRS})
+
+
+def _existence_is_public(path: Path) -> bool:
+    """Whether `path` lies in the installed software's directories (/usr, /opt, /lib …, the ones
+    every jailed command sees): what exists there is what the packages installed, not a secret
+    of the user's. Elsewhere outside the workspace (home directories, /etc, /tmp, /var) whether a
+    file exists is itself worth asking about, so a Read there asks whatever the answer."""
+    return any(path == d or d in path.parents for d in _PUBLIC)
