@@ -378,3 +378,13 @@ def test_a_failed_background_build_is_reported_in_notes(project, make_index):
     ans = ix.definitions("Circle")  # and again: this time the listing works
     assert len(calls) == 3
     assert ans.total == 1 and ans.note is None
+
+
+def test_symbols_are_ranked_exact_then_prefix_then_substring_then_the_rest():
+    from codebelt.intel.model import Symbol
+    from codebelt.intel.navigate import rank_symbols
+
+    names = ["go_extract_domain", "get_domain_literal", "forget_domain", "Get_Domain", "get_domains", "get_domain"]
+    syms = [Symbol(n, "function", Path("m.py"), i + 1, 1, i + 1) for i, n in enumerate(names)]
+    assert [s.name for s in rank_symbols(syms, "get_domain")] == [
+        "get_domain", "Get_Domain", "get_domains", "get_domain_literal", "forget_domain", "go_extract_domain"]

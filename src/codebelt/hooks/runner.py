@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from ..humanize import duration
 from .config import HookSpec
 
 MAX_OUTPUT = 1 << 20  # bytes of stdout / stderr kept per hook; the rest is read and dropped
@@ -88,7 +89,7 @@ def run_command(spec: HookSpec, payload: bytes, project_dir: Path) -> HookRun:
     run.stdout = b"".join(out).decode("utf-8", "replace")
     run.stderr = b"".join(err).decode("utf-8", "replace")
     if run.timed_out:
-        run.error = f"timed out after {spec.timeout:g} s and was killed"
+        run.error = f"timed out after {duration(spec.timeout)} and was killed"
     elif run.signal:
         run.error = f"ended by signal {run.signal}"
     run.duration_ms = (time.monotonic() - started) * 1000

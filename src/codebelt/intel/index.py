@@ -26,7 +26,7 @@ from tree_sitter import Node
 from .extract import FileFacts, extract
 from .languages import language_for, parser
 from .listing import Listing, list_from, list_with_ripgrep
-from .model import Answer, Location, Symbol
+from .model import Answer, Location, Symbol, name_tier
 from .pool import INLINE_BELOW, Job, Outcome, Parser, parse_one
 from .rows import unpack_spots
 from .sources import SourceSkipped, read_source
@@ -438,7 +438,7 @@ class CodeIndex:
             raise IntelError("the query must be one line")
         names = self._name_table()
         hits = names.matching(q)
-        ranked = sorted(hits, key=lambda k: (_tier(names.names[k], query, q),
+        ranked = sorted(hits, key=lambda k: (name_tier(names.names[k], query.strip()),
                                              len(names.names[k]), names.names[k]))
         if sum(names.counts[k] for k in hits) < limit:
             ranked += _subsequence(names, q, set(hits), limit)
@@ -691,17 +691,6 @@ def _check_limit(limit: int) -> int:
     if not isinstance(limit, int) or limit < 1:
         raise IntelError(f"limit must be a positive integer, not {limit!r}")
     return min(limit, 10_000)
-
-
-def _tier(name: str, query: str, q: str) -> int:
-    if name == query:
-        return 0
-    low = name.lower()
-    if low == q:
-        return 1
-    if low.startswith(q):
-        return 2
-    return 3
 
 
 def _subsequence(names: _Names, q: str, skip: set[int], limit: int) -> list[int]:

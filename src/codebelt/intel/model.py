@@ -74,3 +74,18 @@ class Answer:
     truncated: bool = False
     total: int | None = None
     note: str | None = None  # e.g. "the language server is still indexing; answered by tree-sitter"
+
+
+def name_tier(name: str, query: str) -> int:
+    """How well a symbol's name answers a workspace-symbol query, best first: 0 the name itself,
+    1 the name in another case, 2 a name starting with it, 3 a name holding it, 4 anything
+    else a server matched (its letters in order, say). Every answer is ranked by it, whoever
+    found the names, so `get_domain` comes before `get_domain_literal`."""
+    if name == query:
+        return 0
+    low, q = name.lower(), query.lower()
+    if low == q:
+        return 1
+    if low.startswith(q):
+        return 2
+    return 3 if q in low else 4

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import IntelError
 from .index import CodeIndex
-from .model import Answer, Location, Symbol
+from .model import Answer, Location, Symbol, name_tier
 from .resolve import definitions_at
 
 OPERATIONS = (
@@ -20,6 +20,14 @@ OPERATIONS = (
     "goToImplementation", "prepareCallHierarchy", "incomingCalls", "outgoingCalls",
 )
 CALLABLE = frozenset({"function", "method", "constructor", "macro"})
+
+
+def rank_symbols(symbols: list[Symbol], query: str) -> list[Symbol]:
+    """A workspaceSymbol answer in the order a person looks for: exact names first, then names
+    starting with the query, then names holding it, then looser matches — within each, shorter
+    names first, and otherwise the order the answer came in (`name_tier`)."""
+    q = query.strip()
+    return sorted(symbols, key=lambda s: (name_tier(s.name, q), len(s.name)))
 
 
 def enclosing(symbols: list[Symbol], line: int) -> Symbol | None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from ..humanize import duration
 from ..permissions.requests import PathRequest
 from ..search.collect import display
 from ..search.glob import GLOB_META, glob_files, split_absolute
@@ -139,7 +140,7 @@ class Glob(Tool):
         where = display(ctx.workspace.relative(directory))
         if outcome.timed_out:
             msg = (
-                f"Glob timed out after {outcome.elapsed:.0f} s listing {where}; the result is "
+                f"Glob timed out after {duration(outcome.elapsed)} listing {where}; the result is "
                 "incomplete (this is not 'no files'). Use a more specific path or pattern."
             )
             raise ToolError(msg, timedOut=True)

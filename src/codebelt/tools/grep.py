@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ..humanize import duration
 from ..permissions.requests import PathRequest
 from ..search.collect import Line, display
 from ..search.ignored import Gate
@@ -384,7 +385,7 @@ class _Formatter:
         found = o.total
         secs = o.elapsed
         text = (
-            f"Grep timed out after {secs:.0f} s while searching {self.where} and was stopped; "
+            f"Grep timed out after {duration(secs)} while searching {self.where} and was stopped; "
             "the result is incomplete (this is not 'no matches'). Narrow the search: give a "
             "more specific path, a glob or type filter, or a more selective pattern."
         )

@@ -91,6 +91,17 @@ def test_workspace_symbols(case, session):
     assert set(case["expect"]) <= set(got), got
 
 
+@pytest.mark.parametrize("case", cases("workspaceSymbolOrder"))
+def test_workspace_symbols_exact_names_first(case, session):
+    r = session.call("LSP", {"operation": "workspaceSymbol", "query": case["query"]})
+    assert r.data["backend"] == "lsp:basedpyright", r.text
+    names = [s["name"] for s in r.data["symbols"]]
+    first = len(case["expect_first"])
+    assert names[:first] == case["expect_first"], names
+    assert sorted(names[first:first + len(case["then"])]) == sorted(case["then"]), names
+    assert all(names.index(a) > names.index(b) for a in case["after"] for b in case["then"]), names
+
+
 @pytest.mark.parametrize("case", cases("incomingCalls") + cases("outgoingCalls"))
 def test_call_hierarchy(case, session):
     operation = "incomingCalls" if case in EXPECTED["incomingCalls"] else "outgoingCalls"

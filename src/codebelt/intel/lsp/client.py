@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import IntelError
+from ...humanize import duration
 from ...shell.execution.procs import signal_members
 from . import methods as lsp
 from .transport import ProtocolError, encode, read_frame
@@ -197,7 +198,7 @@ class LspClient:
                 self.notify(lsp.CANCEL_REQUEST, {"id": rid})
             except LspCrashed:
                 pass
-            raise LspTimeout(f"the {self.name} language server did not answer {method} within {timeout:g} s")
+            raise LspTimeout(f"the {self.name} language server did not answer {method} within {duration(timeout)}")
         if pending.error is not None:
             if self.dead:
                 raise LspCrashed(self.dead)

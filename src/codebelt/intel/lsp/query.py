@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ...errors import IntelError
 from ..model import Answer
+from ..navigate import rank_symbols
 from . import convert
 from . import methods as lsp
 from .client import LspClient, LspCrashed, LspError, LspTimeout
@@ -57,7 +58,8 @@ def ask(manager: LspManager, operation: str, path: Path, line: int | None, chara
         lines = convert.Lines()
         if operation == "workspaceSymbol":
             result = _request(manager, client, method, {"query": query or ""}, wait)
-            symbols = convert.symbols(lines, result)
+            # servers order matches their own way (fuzzy scores): exact names first, before the cut
+            symbols = rank_symbols(convert.symbols(lines, result), query or "")
             return _answer(client, symbols=symbols, limit=limit)
         doc = {"uri": path.as_uri()}
         if operation == "documentSymbol":
