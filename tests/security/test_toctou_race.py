@@ -56,6 +56,7 @@ def _files(marker: str) -> dict[str, bytes]:
         "secret.ipynb": _notebook(marker).encode(),
         "secret.pdf": make_pdf([marker]),
         "secret.png": _png((250, 10, 10) if marker == SECRET else (10, 250, 10)),
+        "mod.py": f"def {marker.replace('-', '_')}():\n    pass\n".encode(),
     }
 
 
@@ -65,6 +66,7 @@ def race(ws: Path, tmp_path: Path):
     outside.mkdir()
     for name, data in _files(SECRET).items():
         (outside / name).write_bytes(data)
+    (outside / f"only-outside-{SECRET[-4:]}.txt").write_text("x\n")
     (ws / "d").mkdir()
     for name, data in _files("inside").items():
         (ws / "d" / name).write_bytes(data)
@@ -152,3 +154,29 @@ def test_the_walk_without_openat2_holds_too(race, make_session, monkeypatch):
         s.call("Write", {"file_path": f"d/new-{i}.txt", "content": "PWNED\n"})
         r = s.call("Read", {"file_path": "d/secret.txt"})
         assert SECRET not in r.text, r.text
+
+
+# ripgrep's own walk opens each subdirectory by name: one swapped while rg walks the tree is
+# entered through the link. The search root is held open by codebelt; below it, only the
+# read-only jail (where outside directories are not there to see) closes the race.
+TRAVERSAL = pytest.mark.xfail(reason="ripgrep enters subdirectories by name; the read-only jail covers it",
+                              strict=False)
+
+SEARCHES = [
+    ("Grep", {"pattern": "OUTSIDE-SECRET", "path": "d", "output_mode": "content"}),
+    ("Grep", {"pattern": "OUTSIDE-SECRET", "path": "d", "output_mode": "files_with_matches"}),
+    ("Glob", {"pattern": "*", "path": "d"}),
+    pytest.param("Glob", {"pattern": "d/*"}, marks=TRAVERSAL),
+    pytest.param("Grep", {"pattern": "OUTSIDE-SECRET", "output_mode": "content"}, marks=TRAVERSAL),
+    ("LSP", {"operation": "documentSymbol", "filePath": "d/mod.py"}),
+]
+
+
+@pytest.mark.parametrize("tool,inp", SEARCHES, ids=["grep-d-content", "grep-d-files", "glob-in-d", "glob-d-pattern",
+                                                     "grep-root", "lsp-d"])
+def test_searches_never_return_outside_content(race, make_session, tool, inp):
+    outside, before, _stop = race
+    s = make_session(mode="default")  # searching outside asks; without an approver that is a refusal
+    for _ in range(CALLS // 4):
+        r = s.call(tool, inp)
+        assert SECRET[-4:] not in r.text and SECRET.replace("-", "_") not in r.text, r.text[:500]

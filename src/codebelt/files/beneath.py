@@ -85,17 +85,22 @@ def _openat2(dir_fd: int, rel: str, flags: int, mode: int, resolve: int) -> int:
             openat2_available = True
             return fd
         err = ctypes.get_errno()
-        if err == errno.EINTR or err == errno.EAGAIN:  # EAGAIN: a rename raced the lookup; retry
+        if err == errno.EINTR or err == errno.EAGAIN:
+            # EAGAIN: a rename somewhere on the system raced a scoped lookup; try again
             continue
         if err in (errno.ENOSYS, errno.EPERM) and not openat2_available:
             # No openat2 (old kernel), or a seccomp filter refusing it: walk instead, from now on.
             openat2_available = False
             raise _NoOpenat2()
         raise OSError(err, os.strerror(err), rel)
-    raise OSError(errno.EAGAIN, os.strerror(errno.EAGAIN), rel)
+    raise _Busy()  # renames keep racing it: the walk (one component at a time) is not disturbed
 
 
 class _NoOpenat2(Exception):
+    pass
+
+
+class _Busy(_NoOpenat2):
     pass
 
 
@@ -188,7 +193,7 @@ class Beneath:
                 try:
                     return _openat2(root_fd, rel, flags, mode, STRICT)
                 except _NoOpenat2:
-                    pass
+                    pass  # no openat2 here, or renames keep racing it: the same guarantees by a walk
             return _walk(root_fd, tuple(rel.split("/")), flags, mode, create_dirs)
         except OSError as e:
             if e.errno == errno.ELOOP or e.errno == errno.EXDEV:

@@ -22,6 +22,7 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..files.beneath import ANYWHERE
 from .languages import language_for
 
 BINARY_SNIFF = 8192
@@ -52,7 +53,9 @@ class Source:
 def read_source(path: Path | str, max_bytes: int, language: str | None = None) -> Source:
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(path, flags)
+        # a resolved (absolute) path is opened with no symlink followed at any component: a
+        # directory swapped for a link to elsewhere is not read through
+        fd = ANYWHERE.open_file(Path(path), flags) if os.path.isabs(path) else os.open(path, flags)
     except OSError as e:
         raise SourceSkipped(f"unreadable: {e.strerror or e}") from e
     try:

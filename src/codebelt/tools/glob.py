@@ -15,6 +15,7 @@ from ..search.grep import rg_message
 from ..search.ignored import Gate
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
 from . import _search as common
+from ._opening import pinned_dir
 
 TRUNCATED = "(Results are truncated. Consider using a more specific path or pattern.)"
 
@@ -117,21 +118,27 @@ class Glob(Tool):
     def run(self, params: GlobInput, ctx: ToolContext) -> ToolResult:
         started = time.perf_counter()
         directory, pattern = self._plan(params, ctx)
+        # rg lists the directory the decision allowed, held open: not whatever its name holds now
+        with pinned_dir(ctx, directory, common.visibility(ctx)) as (run_in, visible):
+            return self._list(params, ctx, started, directory, pattern, run_in, visible)
+
+    def _list(self, params: GlobInput, ctx: ToolContext, started: float, directory: Path, pattern: str,
+              run_in: str, visible) -> ToolResult:
         limit = ctx.settings.glob.max_results
         include_ignored = params.include_ignored if params.include_ignored is not None else ctx.settings.glob.include_ignored
         hidden, excludes, rg = ctx.settings.glob.include_hidden, common.extra_excludes(ctx, "glob"), common.rg_binary(ctx)
         timeout = common.timeout_seconds(ctx, "glob")
-        gate = None if include_ignored else Gate(str(directory), hidden=hidden, extra_excludes=excludes, rg=rg,
+        gate = None if include_ignored else Gate(run_in, hidden=hidden, extra_excludes=excludes, rg=rg,
                                                  timeout=timeout, cancel_event=ctx.cancel_event,
-                                                 visible=common.visibility(ctx))
+                                                 visible=visible)
         outcome = glob_files(
             pattern,
-            str(directory),
+            run_in,
             limit=limit,
             hidden=hidden,
             include_ignored=include_ignored,
             extra_excludes=excludes,
-            visible=gate if gate is not None else common.visibility(ctx),
+            visible=gate if gate is not None else visible,
             rg=rg,
             timeout=timeout,
             cancel_event=ctx.cancel_event,

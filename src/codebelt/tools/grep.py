@@ -15,6 +15,7 @@ from ..search.ignored import Gate
 from ..search.grep import GrepOutcome, GrepQuery, grep, is_regex_error, rg_message
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
 from . import _search as common
+from ._opening import pinned_dir
 from .glob import ignored_note
 
 MAX_RESULT_CHARS = 20_000
@@ -187,20 +188,22 @@ class Grep(Tool):
         else:
             cwd, rg_target = target.parent, "./" + target.name
         rg, timeout = common.rg_binary(ctx), common.timeout_seconds(ctx, "grep")
-        # A glob overrides ripgrep's ignore rules: the gate keeps the one rule (ignored files stay out).
-        gate = None
-        if q.glob and not q.include_ignored and target.is_dir():
-            gate = Gate(str(cwd), hidden=q.hidden, extra_excludes=q.extra_excludes, rg=rg, timeout=timeout,
-                        cancel_event=ctx.cancel_event, visible=common.visibility(ctx))
-        outcome = grep(
-            q,
-            str(cwd),
-            rg_target,
-            visible=gate if gate is not None else common.visibility(ctx),
-            rg=rg,
-            timeout=timeout,
-            cancel_event=ctx.cancel_event,
-        )
+        # rg runs in the directory the decision allowed, held open: not in whatever its name holds now
+        with pinned_dir(ctx, cwd, common.visibility(ctx)) as (run_in, visible):
+            # A glob overrides ripgrep's ignore rules: the gate keeps the one rule (ignored files stay out).
+            gate = None
+            if q.glob and not q.include_ignored and target.is_dir():
+                gate = Gate(run_in, hidden=q.hidden, extra_excludes=q.extra_excludes, rg=rg, timeout=timeout,
+                            cancel_event=ctx.cancel_event, visible=visible)
+            outcome = grep(
+                q,
+                run_in,
+                rg_target,
+                visible=gate if gate is not None else visible,
+                rg=rg,
+                timeout=timeout,
+                cancel_event=ctx.cancel_event,
+            )
         ctx.check_cancelled()
         if gate is not None:
             outcome.hidden = gate.denied

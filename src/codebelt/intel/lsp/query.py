@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from ...errors import IntelError
+from ...files.beneath import ANYWHERE
 from ..model import Answer
 from ..navigate import rank_symbols
 from . import convert
@@ -102,9 +103,12 @@ def _request(manager: LspManager, client: LspClient, method: str, params: dict, 
 
 def _sync(manager: LspManager, client: LspClient, path: Path) -> str:
     try:
-        if path.stat().st_size > MAX_SYNC_BYTES:
-            raise Unanswered(f"{path.name} is over {MAX_SYNC_BYTES // 1_000_000} MB; not sent to the language server")
-        text = path.read_text(errors="replace")
+        # the resolved path the call was allowed, opened with no symlink followed: a directory
+        # swapped for a link since cannot send another file's text to the server
+        with ANYWHERE.open_regular(path) as opened:
+            if opened.st.st_size > MAX_SYNC_BYTES:
+                raise Unanswered(f"{path.name} is over {MAX_SYNC_BYTES // 1_000_000} MB; not sent to the language server")
+            text = opened.read_bytes(MAX_SYNC_BYTES).decode("utf-8", "replace")
     except OSError as e:
         raise Unanswered(f"cannot read {path.name}: {e.strerror}") from None
     client.sync(path, text, manager.language_id(path))
