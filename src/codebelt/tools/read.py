@@ -235,40 +235,34 @@ class Read(Tool):
         return ToolResult(text, data=data, images=[Image(img.data, img.mime_type)])
 
     def _pdf(self, opened: Opened, pages: str | None, ctx: ToolContext) -> ToolResult:
-        with opened.reader() as f:
-            return self._pdf_pages(opened, f, pages, ctx)
-
-    def _pdf_pages(self, opened: Opened, stream, pages: str | None, ctx: ToolContext) -> ToolResult:
-        from ..files.media import (
-            MAX_PDF_PAGES_PER_CALL,
-            PDF_PAGES_WITHOUT_RANGE,
-            MediaError,
-            open_pdf,
-            parse_pages,
-            pdf_page_text,
-        )
+        from ..files.media import MAX_PDF_PAGES_PER_CALL, MediaError
+        from ..files.pdf import read_pdf
 
         path, st = opened.path, opened.st
         rel = ctx.workspace.relative(path)
-        try:
-            reader = open_pdf(stream)
-            count = len(reader.pages)
-            if pages is None and count > PDF_PAGES_WITHOUT_RANGE:
-                text = (
-                    f"{rel} is a PDF with {count} pages, too many to read at once. Call Read again "
-                    f'with pages set to a range of at most {MAX_PDF_PAGES_PER_CALL} pages, e.g. pages="1-5".'
-                )
-                return ToolResult(text, data={"type": "pdf", "file": {"filePath": rel, "pageCount": count, "pages": []}})
-            wanted = parse_pages(pages, count) if pages is not None else list(range(1, count + 1))
-        except MediaError as e:
-            raise ToolError(f"Cannot read {rel}: {e}.") from None
         max_chars = ctx.settings.read.max_tokens * CHARS_PER_TOKEN
+        try:
+            # In a child process bounded in memory and time (a PDF can inflate to gigabytes),
+            # reading the file that was opened (its descriptor), whatever the path holds by now.
+            doc = read_pdf(opened, pages, max_chars, cancelled=ctx.cancel_event.is_set)
+        except MediaError as e:
+            ctx.check_cancelled()
+            raise ToolError(f"Cannot read {rel}: {e}.") from None
+        count = doc.page_count
+        if doc.too_many_pages:
+            text = (
+                f"{rel} is a PDF with {count} pages, too many to read at once. Call Read again "
+                f'with pages set to a range of at most {MAX_PDF_PAGES_PER_CALL} pages, e.g. pages="1-5".'
+            )
+            return ToolResult(text, data={"type": "pdf", "file": {"filePath": rel, "pageCount": count, "pages": []}})
+        wanted = doc.wanted
         parts: list[str] = []
         used = 0
         shown: list[int] = []
         for p in wanted:
-            ctx.check_cancelled()
-            block = f"--- Page {p} of {count} ---\n{pdf_page_text(reader, p)}"
+            if p not in doc.texts:
+                break
+            block = f"--- Page {p} of {count} ---\n{doc.texts[p]}"
             if used + len(block) > max_chars and shown:
                 break
             if len(block) > max_chars:
