@@ -39,7 +39,7 @@ CASES = [
     ("empty-command", {"command": "   "}, {}, ["command is empty"], {}, True),
     ("syntax-error", {"command": "if then fi"}, {}, ["syntax error", "Exit code 2"], {"exitCode": 2}, False),
     ("output-limit", {"command": "yes"}, {"maxOutputBytes": 2_000_000},
-     ["output exceeded the output limit", "Tool result too large"], {"truncated": True}, False),
+     ["output exceeded the per-command output limit", "Tool result too large"], {"truncated": True}, False),
     ("large-output-evicted", {"command": "seq 1 200000"}, {},
      ["Tool result too large", "Read it with Read using offset and limit, or search it with Grep",
       "--- first lines ---\n1\n2\n", "200000", "lines omitted"], {"truncated": True, "exitCode": 0}, False),

@@ -123,6 +123,10 @@ class BashSettings(Section):
     kill_grace_ms: int = setting(2_000, "Between SIGTERM and SIGKILL when a command is stopped.", ge=0, workspace=LOWER)
     max_output_bytes: int = setting(4 << 30, "A command whose output passes this is stopped (0: no limit).", ge=0,
                                     workspace=LOWER_OR_0)
+    max_session_output_bytes: int = setting(
+        8 << 30, "All the session's command output on disk (foreground and background, kept until the session ends "
+        "or shown inline) may total this much; a command writing past it is stopped (0: no limit).", ge=0,
+        workspace=LOWER_OR_0)
 
 
 class SearchSettings(Section):

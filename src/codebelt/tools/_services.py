@@ -60,6 +60,7 @@ def task_manager(ctx: ToolContext) -> TaskManager:
         build_env(bash.env, list(bash.env_allow), ctx.temp_dir, ""),
         grace_s=bash.kill_grace_ms / 1000,
         max_output_bytes=bash.max_output_bytes or None,
+        max_session_output_bytes=bash.max_session_output_bytes or None,
         wrapper=wrapper,
         on_task_end=lambda task: ctx.emit("task_end", {"task": task}),
     )

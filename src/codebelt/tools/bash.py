@@ -259,7 +259,12 @@ def _status_lines(out: Outcome, timeout_ms: int) -> list[str]:
     elif out.stop_reason in ("killed", "session_end"):
         lines.append("Command was killed.")
     elif out.stop_reason == "output_limit":
-        lines.append("Command was stopped: its output exceeded the output limit (setting bash.maxOutputBytes).")
+        lines.append("Command was stopped: its output exceeded the per-command output limit (setting bash.maxOutputBytes).")
+    elif out.stop_reason == "session_output_limit":
+        lines.append("Command was stopped: the output of this session's commands on disk (background tasks' "
+                     "outputs and outputs too long to show count until the session ends) exceeded the session's "
+                     "limit (setting bash.maxSessionOutputBytes). Print less (filter with grep, redirect to "
+                     "/dev/null), or start a new session.")
     if out.exit_code not in (0, None) and not out.timed_out:
         lines.append(f"Exit code {out.exit_code}")
     return lines

@@ -31,6 +31,7 @@ from typing import Callable, Mapping
 from ...errors import ShellError
 from . import procs
 from .environment import scrubbed_environ
+from .quota import OutputQuota
 
 # (argv, cwd, env) → (argv, env, preexec_fn[, cleanup]): how the sandbox wraps a command; the
 # optional cleanup runs once bash has exited (the read-only jail removes its scratch directory).
@@ -115,7 +116,7 @@ class Outcome:
     exit_code: int | None  # 128+N when killed by signal N (shell convention)
     timed_out: bool
     interrupted: bool  # cancelled by the caller or killed (KillShell, session end)
-    stop_reason: str | None  # "timeout" | "cancelled" | "killed" | "output_limit" | None
+    stop_reason: str | None  # "timeout" | "cancelled" | "killed" | "output_limit" | "session_output_limit" | None
     duration_ms: float
     output_bytes: int
     final_cwd: str | None  # what the EXIT trap recorded, unvalidated
@@ -133,6 +134,7 @@ class ShellProcess:
     timeout_s: float | None = None
     grace_s: float = 2.0
     max_output_bytes: int | None = None
+    quota: OutputQuota | None = None  # the session's output on disk, all commands together
     record_cwd: bool = False  # report the final directory (Outcome.final_cwd)
     record_status: bool = False  # report each part's exit status of the last pipeline
     script_dir: Path | None = None  # where a long command's script file goes
@@ -307,7 +309,7 @@ class ShellProcess:
                 waits.append(deadline - now)
             if self._kill_at is not None:
                 waits.append(self._kill_at - now)
-            if self.max_output_bytes is not None and self._stop_reason is None:
+            if (self.max_output_bytes is not None or self.quota is not None) and self._stop_reason is None:
                 waits.append(0.25)
             if until is not None:
                 waits.append(poll)
@@ -327,9 +329,12 @@ class ShellProcess:
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 self.stop("timeout")
-            elif (self.max_output_bytes is not None
-                  and self.output_size() > self.max_output_bytes):
-                self.stop("output_limit")
+            elif self._stop_reason is None and (self.max_output_bytes is not None or self.quota is not None):
+                size = self.output_size()
+                if self.max_output_bytes is not None and size > self.max_output_bytes:
+                    self.stop("output_limit")
+                elif self.quota is not None and self.quota.update(self, size):
+                    self.stop("session_output_limit")
             with self._lock:
                 if self._kill_at is not None and now >= self._kill_at and not self.reaped:
                     procs.signal_group(proc.pid, signal.SIGKILL)
@@ -347,6 +352,8 @@ class ShellProcess:
             os.close(self._pidfd)
             self._pidfd = -1
         size = self.output_size()
+        if self.quota is not None:
+            self.quota.update(self, size)
         final_cwd = None
         pipe_status = None
         if self._cwd_r >= 0:

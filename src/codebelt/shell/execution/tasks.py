@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Callable
 from ...errors import ShellError
 from . import procs
 from .runner import ShellProcess, Wrap
+from .quota import OutputQuota
 from .spool import IncrementalReader, SpoolDir
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 DEFAULT_GRACE_S = 2.0
 DEFAULT_MAX_OUTPUT_BYTES = 4 << 30  # a runaway `yes` stops before it fills the disk
+DEFAULT_MAX_SESSION_OUTPUT_BYTES = 8 << 30  # … and ten of them in the background too
 
 
 @dataclass
@@ -62,7 +64,7 @@ class Task:
             return "timed_out"
         if out.stop_reason in ("killed", "cancelled", "session_end"):
             return "killed"
-        if out.stop_reason == "output_limit":
+        if out.stop_reason in ("output_limit", "session_output_limit"):
             return "killed"
         return "completed" if out.exit_code == 0 else "failed"
 
@@ -73,7 +75,10 @@ class Task:
         if out.timed_out:
             return f"timed out after {out.duration_ms / 1000:.1f}s and was killed"
         if out.stop_reason == "output_limit":
-            return "killed: its output exceeded the output limit"
+            return "killed: its output exceeded the per-command output limit (bash.maxOutputBytes)"
+        if out.stop_reason == "session_output_limit":
+            return ("killed: the session's command output on disk exceeded its limit "
+                    "(bash.maxSessionOutputBytes)")
         if out.stop_reason in ("killed", "cancelled", "session_end"):
             return "killed"
         return f"exited with code {out.exit_code}"
@@ -90,6 +95,7 @@ class TaskManager:
         *,
         grace_s: float = DEFAULT_GRACE_S,
         max_output_bytes: int | None = DEFAULT_MAX_OUTPUT_BYTES,
+        max_session_output_bytes: int | None = DEFAULT_MAX_SESSION_OUTPUT_BYTES,
         wrapper: Callable[[], Wrap | None] | None = None,
         on_task_end: Callable[[Task], None] | None = None,
     ):
@@ -110,6 +116,7 @@ class TaskManager:
         self._wrap_loaded = False
         self.grace_s = grace_s
         self.max_output_bytes = max_output_bytes
+        self.quota = OutputQuota(max_session_output_bytes)
         self.spool_dir = Path(spool_dir)
         self.spool_dir.mkdir(parents=True, exist_ok=True)
         self.marker_prefix = marker_prefix
@@ -146,6 +153,7 @@ class TaskManager:
             timeout_s=timeout_s,
             grace_s=self.grace_s,
             max_output_bytes=self.max_output_bytes,
+            quota=self.quota,
             record_cwd=record_cwd,
             record_status=record_status,
             script_dir=self.spool_dir,
@@ -182,6 +190,7 @@ class TaskManager:
     def release_spool(self, proc: ShellProcess) -> None:
         """The output of a finished foreground command was shown inline: delete it."""
         self._spools.discard(proc.spool_path)
+        self.quota.release(proc)
 
     def _forget(self, proc: ShellProcess) -> None:
         with self._lock:
