@@ -54,6 +54,7 @@ KEYS: dict[str, tuple[Any, Any]] = {
     "bash.autoBackgroundMs": (None, 1000),
     "bash.killGraceMs": (60_000, 100),
     "bash.maxOutputBytes": (0, 1000),
+    "bash.maxSessionOutputBytes": (0, 1000),
     "search.ripgrepPath": ("./tools/rg", None),
     "search.useSystemRipgrep": (True, None),
     "search.timeoutMs": (10**7, 100),
