@@ -639,7 +639,7 @@ class Session:
         if decision.behavior == "ask":
             if self.approver is not None:  # someone would be asked: not about a call that cannot work
                 tool.precheck(params, ctx)
-            decision = self._ask(tool, params, raw, decision)
+            decision = self._ask(tool, params, raw, decision, ctx, requests)
             ctx.forget_resolutions()
             if decision.behavior == "allow" and tool.permission_requests(params, ctx) != requests:
                 # A symlink or directory was swapped while the user decided: what was approved
@@ -652,14 +652,25 @@ class Session:
                 )
         return decision
 
-    def _ask(self, tool: Tool, params: Any, raw: Any, decision: Decision) -> Decision:
+    def _ask(self, tool: Tool, params: Any, raw: Any, decision: Decision, ctx: ToolContext,
+             requests: list[Any]) -> Decision:
         if self.approver is None:
             return decision.refused("no approver is attached to this session")
         try:
             detail = tool.summarize(params)
         except Exception:  # noqa: BLE001 - the request then shows the raw input
             detail = None
-        request = ApprovalRequest(tool=tool.name, input=dict(raw or {}), decision=decision, detail=detail)
+        try:
+            preview = tool.preview(params, ctx)
+        except Exception:  # noqa: BLE001 - a preview is a courtesy; the summary still shows
+            preview = None
+        # Why it asks, for each part that asks (every file of a patch), not only the first.
+        reasons: tuple[str, ...] = ()
+        if len(requests) > 1:
+            asked = [self.engine.decide(tool.name, [r]) for r in requests]
+            reasons = tuple(d.reason for d in asked if d.behavior == "ask") or (decision.reason,)
+        request = ApprovalRequest(tool=tool.name, input=dict(raw or {}), decision=decision, detail=detail,
+                                  preview=preview, reasons=reasons)
         try:
             approved = bool(self.approver(request))
         except ApprovalRefused as e:  # the approver could not ask anyone, and says why

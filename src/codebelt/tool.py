@@ -21,6 +21,7 @@ from .workspace import Workspace
 if TYPE_CHECKING:
     from .permissions.decision import Decision
     from .permissions.engine import PermissionEngine
+    from .permissions.question import Preview
     from .permissions.requests import Request
     from .settings import Settings
 
@@ -229,6 +230,11 @@ class Tool:
         if isinstance(path, str):
             return path
         return params.model_dump_json(exclude_none=True) if isinstance(params, BaseModel) else str(params)
+
+    def preview(self, params: Any, ctx: ToolContext) -> "Preview | None":
+        """More than `summarize` for a person asked to approve this call, when one line cannot
+        say it (ApplyPatch: every file, its operation, a diff); None: the summary is enough."""
+        return None
 
     def run(self, params: Any, ctx: ToolContext) -> ToolResult:
         raise NotImplementedError

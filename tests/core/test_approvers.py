@@ -18,7 +18,7 @@ def test_terminal_approver_answers(answer, approved):
                           detail="git push origin main")
     assert approver(req) is approved
     shown = out.getvalue()
-    assert "Bash: git push origin main" in shown and "not read-only" in shown and "[y/N]" in shown
+    assert "codebelt wants to run Bash:\n│ git push origin main\n" in shown and "not read-only" in shown and "[y/N]" in shown
 
 
 def test_summary_cuts_long_inputs():

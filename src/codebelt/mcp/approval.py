@@ -61,12 +61,9 @@ class ApprovalPending(Exception):
 
 
 def approval_message(request: "ApprovalRequest") -> str:
-    decision = request.decision
-    lines = [f"codebelt wants to run {request.summary()}", f"Why it asks: {decision.reason}."]
-    if decision.suggestion:
-        lines.append(f"To stop being asked: {decision.suggestion}.")
-    lines.append("Allow this call?")
-    return "\n".join(lines)
+    """The elicitation's text: the same question the terminal asks, with every untrusted part
+    quoted so that a command or path cannot forge a line of it (permissions/question.py)."""
+    return request.question()
 
 
 def question_digest(message: str) -> str:

@@ -10,8 +10,10 @@ from typing import Any, Callable, TextIO
 
 from ..errors import ApprovalRefused
 from .decision import Decision
+from .question import Preview, render_question
 
-__all__ = ["ApprovalRequest", "ApprovalRefused", "Approver", "TerminalApprover", "terminal_approver_if_interactive"]
+__all__ = ["ApprovalRequest", "ApprovalRefused", "Approver", "Preview", "TerminalApprover",
+           "terminal_approver_if_interactive"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,14 @@ class ApprovalRequest:
     # One line saying what the call would do, from the tool (`Tool.summarize`): the command of a
     # Bash call, the path of an Edit. Without it the input is shown.
     detail: str | None = None
+    # What the call would do beyond that line (ApplyPatch: every file, its operation, a diff).
+    preview: Preview | None = None
+    # Why it asks, per part of the call that asks (each file of a patch), when there are several.
+    reasons: tuple[str, ...] = ()
+
+    def question(self) -> str:
+        """The question to show a person: untrusted text quoted so no line of it can be forged."""
+        return render_question(self)
 
     def summary(self, limit: int = 400) -> str:
         detail = self.detail if self.detail is not None else json.dumps(self.input, ensure_ascii=False)
@@ -43,11 +53,7 @@ class TerminalApprover:
 
     def __call__(self, request: ApprovalRequest) -> bool:
         with self._lock:
-            self._out.write(
-                f"\ncodebelt wants to run {request.summary()}\n"
-                f"  why it asks: {request.decision.reason}\n"
-                "Allow? [y/N] "
-            )
+            self._out.write(f"\n{request.question()} [y/N] ")
             self._out.flush()
             answer = self._in.readline()
             return answer.strip().lower() in ("y", "yes")

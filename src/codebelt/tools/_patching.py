@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import PatchError, PathError
+from ..permissions.question import Preview
 from ..permissions.requests import PathRequest
-from ..tool import ToolContext, ToolResult
+from ..tool import ToolContext, ToolError, ToolResult
 from . import _diagnostics
 from ._opening import beneath
 from ._services import file_states
@@ -64,3 +65,67 @@ def run_patch(patch: str, base: Path, ctx: ToolContext) -> ToolResult:
     found = [d for path, new, orig, _mode in writes if new is not None
              for d in _diagnostics.between(ctx, path, orig, new)]
     return _diagnostics.attach(result, ctx, found)
+
+
+# What a person asked to approve a patch sees of its diff, all files together.
+PREVIEW_DIFF_LINES = 160
+PREVIEW_DIFF_CHARS = 14_000
+_OPERATION = {"add": "A", "update": "M", "delete": "D"}
+
+
+def check_patch(patch: str, base: Path, ctx: ToolContext) -> None:
+    """Refuse, before anyone is asked, a patch that cannot apply (nothing is written)."""
+    from ..patch.apply import plan_patch
+    from ..patch.paths import workspace_resolver
+
+    try:
+        plan_patch(patch, workspace_resolver(ctx.workspace, base), ctx.workspace.relative)
+    except PatchError as e:
+        raise ToolError(str(e)) from None
+
+
+def patch_preview(patch: str, base: Path, ctx: ToolContext) -> Preview | None:
+    """Every file the patch touches with its operation and line counts, and a readable diff of
+    them all, bounded (a fair share per file) with the totals: what a person needs to judge it."""
+    from ..patch.apply import plan_patch
+    from ..patch.paths import workspace_resolver
+
+    try:
+        files = plan_patch(patch, workspace_resolver(ctx.workspace, base), ctx.workspace.relative).changes.files
+    except PatchError:
+        return None
+    rows, diffs = [], []
+    counts = {"add": 0, "update": 0, "delete": 0}
+    total_added = total_removed = 0
+    for f in files:
+        counts[f.action] += 1
+        lines = f.diff.splitlines()
+        added = sum(1 for x in lines if x.startswith("+") and not x.startswith("+++"))
+        removed = sum(1 for x in lines if x.startswith("-") and not x.startswith("---"))
+        total_added += added
+        total_removed += removed
+        name = f"{f.move_from_display} -> {f.display}" if f.move_from_display else f.display
+        rows.append(f"{_OPERATION[f.action]} {name}  (+{added} -{removed})")
+        diffs.append(lines or [f"(no change to the text of {f.display})"])
+    shown, budget_lines, budget_chars = [], PREVIEW_DIFF_LINES, PREVIEW_DIFF_CHARS
+    total_lines = sum(len(d) for d in diffs)
+    for k, lines in enumerate(diffs):
+        share = max(8, budget_lines // (len(diffs) - k))  # what is left, split among the rest
+        part = []
+        for line in lines[:share]:
+            if budget_chars - len(line) < 0:
+                break
+            part.append(line)
+            budget_chars -= len(line) + 1
+        if len(part) < len(lines):
+            part.append(f"… {len(lines) - len(part):,} more diff lines of this file not shown")
+        shown += part
+        budget_lines -= min(len(lines), share)
+    parts = [f"{n} {word}" for word, n in (("added", counts["add"]), ("changed", counts["update"]),
+                                            ("deleted", counts["delete"])) if n]
+    heading = (f"a patch of {len(files)} file{'s' if len(files) != 1 else ''}: {', '.join(parts)}; "
+               f"+{total_added} -{total_removed} lines")
+    diff_title = "Changes (unified diff)" if len(shown) >= total_lines else \
+        f"Changes (unified diff; {PREVIEW_DIFF_LINES:,}-line preview of {total_lines:,} lines)"
+    return Preview(heading, (("Files (A added, M changed, D deleted)", "\n".join(rows)),
+                             (diff_title, "\n".join(shown))))

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from ..permissions.requests import PathRequest
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
-from ._patching import patch_requests, run_patch
+from ._patching import check_patch, patch_preview, patch_requests, run_patch
 
 DESCRIPTION = """Use the `ApplyPatch` tool to edit files. Its `input` is a patch in a simple, stripped-down diff format that is easy to write and safe to apply.
 
@@ -100,6 +100,15 @@ class ApplyPatch(Tool):
             parse_patch(params.input)
         except PatchParseError as e:
             raise ToolError(str(e)) from None
+
+    def precheck(self, params: ApplyPatchInput, ctx: ToolContext) -> None:
+        check_patch(params.input, ctx.workspace.root, ctx)
+
+    def summarize(self, params: ApplyPatchInput) -> str:
+        return params.input
+
+    def preview(self, params: ApplyPatchInput, ctx: ToolContext):
+        return patch_preview(params.input, ctx.workspace.root, ctx)
 
     def permission_requests(self, params: ApplyPatchInput, ctx: ToolContext) -> list[PathRequest]:
         return patch_requests(params.input, ctx.workspace.root, ctx)

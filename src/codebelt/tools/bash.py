@@ -27,7 +27,7 @@ from ..shell.execution.runner import Outcome, ShellProcess
 from ..shell.execution.spool import Progress, render
 from ..shell.execution.tasks import Task, TaskManager
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
-from ._patching import patch_requests, run_patch
+from ._patching import check_patch, patch_preview, patch_requests, run_patch
 from ._services import sandbox, shell_cwd, task_manager
 
 MAX_RESULT_CHARS = 30_000
@@ -313,6 +313,19 @@ class Bash(Tool):
 
     def summarize(self, params: BashInput) -> str:
         return params.command
+
+    def precheck(self, params: BashInput, ctx: ToolContext) -> None:
+        inv = params.patch_invocation  # a patch that cannot apply is refused before anyone is asked
+        if inv is not None:
+            cwd, _ = ctx.service(shell_cwd).current(consume=False)
+            check_patch(inv.patch, _patch_base(inv, cwd, ctx), ctx)
+
+    def preview(self, params: BashInput, ctx: ToolContext):
+        inv = params.patch_invocation  # `apply_patch <<EOF …`: shown as the patch it is
+        if inv is None:
+            return None
+        cwd, _ = ctx.service(shell_cwd).current(consume=False)
+        return patch_preview(inv.patch, _patch_base(inv, cwd, ctx), ctx)
 
     def validate(self, params: BashInput, ctx: ToolContext) -> None:
         command = params.command
