@@ -64,29 +64,89 @@ def test_idle_sessions_are_ended(project):
         assert post(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, sid)[0] == 404
 
 
+class _StdioClient:
+    """Newline-delimited JSON-RPC over a server's stdin/stdout, answers read by a thread."""
+
+    def __init__(self, proc: subprocess.Popen):
+        import queue
+        import threading
+
+        self.proc = proc
+        self.lines: "queue.Queue[dict]" = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            try:
+                self.lines.put(json.loads(line))
+            except ValueError:
+                pass
+
+    def send(self, body: dict) -> None:
+        self.proc.stdin.write(json.dumps(body).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def answer(self, request_id: int) -> dict:
+        while True:
+            msg = self.lines.get(timeout=30)
+            if msg.get("id") == request_id:
+                return msg
+
+
+def _background_call(marker: str) -> dict:
+    return {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "Bash", "arguments": {"command": f"sleep {marker}", "run_in_background": True}}}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 @pytest.mark.parametrize("how", ["http", "stdio"])
-def test_sigterm_removes_the_temp_directory(project, tmp_path, how):
+def test_a_signal_ends_the_server_quietly_after_closing_its_sessions(project, tmp_path, how, signum):
+    # A client is connected and has a background task running: the server still exits 0, says
+    # nothing (no traceback, no "never awaited"), and leaves no process and no temp directory.
+    import random
+
+    from .helpers import processes_with
+
     tmp = tmp_path / "tmp"
     tmp.mkdir()
+    marker = f"1000.{random.randrange(10**8):08d}"
     extra = ["--http", "127.0.0.1:0"] if how == "http" else []
     log = tmp_path / "err.log"
     with open(log, "wb") as err:
         proc = subprocess.Popen(
-            [CODEBELT, *project.serve_args(*extra)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+            [CODEBELT, *project.serve_args(*extra)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=err, env={**os.environ, **project.env(), "TMPDIR": str(tmp)}, start_new_session=True)
     try:
-        deadline = time.monotonic() + 30
-        while not list(tmp.glob("codebelt-*")) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert list(tmp.glob("codebelt-*")), log.read_text()
-        time.sleep(0.5)  # let the server get into its loop
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=20)
+        if how == "http":
+            deadline = time.monotonic() + 30
+            while "listening on " not in log.read_text() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            url = log.read_text().split("listening on ", 1)[1].split()[0]
+            status, sid = open_session(url)
+            assert status == 200 and post(url, _background_call(marker), sid)[0] == 200
+        else:
+            client = _StdioClient(proc)
+            client.send(INIT)
+            assert "result" in client.answer(1)
+            client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            client.send(_background_call(marker))
+            assert "result" in client.answer(2)
+        assert processes_with(marker)
+        proc.send_signal(signum)
+        assert proc.wait(timeout=60) == 0, log.read_text()
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert list(tmp.glob("codebelt-*")) == [], log.read_text()
+    err = log.read_text()
+    assert "Traceback" not in err and "never awaited" not in err and "Error" not in err, err
+    if how == "http":
+        assert err.strip().splitlines() == [f"codebelt MCP server listening on {url}"], err
+    assert list(tmp.glob("codebelt-*")) == [], err
+    deadline = time.monotonic() + 10
+    while processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not processes_with(marker)
 
 
 def test_temp_dirs_of_dead_processes_are_swept(tmp_path, monkeypatch):

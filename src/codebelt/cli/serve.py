@@ -56,19 +56,23 @@ def parse_http(value: str) -> tuple[str, int]:
     return host, number
 
 
-def _end_on_sigterm(session) -> None:
+def _end_on_signals(session) -> None:
     """Over stdio, the SDK reads stdin in a thread that a signal cannot interrupt, so unwinding
-    would wait for input that never comes: close the session (commands killed, temp directory
-    removed, audit flushed) and leave at once."""
+    would wait for input that never comes. SIGTERM (how services are stopped) and SIGINT close
+    the session (commands killed, temp directory removed, audit flushed) and leave at once,
+    with status 0: stopping was asked for, nothing failed."""
     import signal
 
     def handler(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second signal must not cut the cleanup short
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
             session.close()
         finally:
-            os._exit(128 + signum)
+            os._exit(0)
 
     signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -92,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         from ..mcp import server as mcp_server
 
         if address is None:
-            _end_on_sigterm(session)
+            _end_on_signals(session)
             mcp_server.run_stdio(session)
         else:
             host, port = address
@@ -102,10 +106,18 @@ def run(args: argparse.Namespace) -> int:
                 sys.stderr.write(f"codebelt MCP server listening on http://{shown}:{actual}/mcp\n")
                 sys.stderr.flush()
 
+            # Every MCP client session gets a Session of its own (its tasks, reads, cwd and
+            # approvals are nobody else's); the first serves what has no MCP session.
             mcp_server.run_http(session, host, port, token, allowed_hosts=args.allow_host, ready=ready,
-                                max_sessions=args.max_sessions, session_idle_timeout=args.session_idle_timeout)
+                                max_sessions=args.max_sessions, session_idle_timeout=args.session_idle_timeout,
+                                session_factory=lambda: make_session(args, interactive=False, announce=False))
     except KeyboardInterrupt:
         pass
     finally:
+        import signal
+
+        # Stopping was asked for: the sessions close whatever else arrives meanwhile.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         session.close()
     return 0

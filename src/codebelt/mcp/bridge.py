@@ -5,6 +5,13 @@ tools/list → each tool with its input and output schema, description and annot
 the tool's own flags. tools/call → the Session pipeline in a worker thread, under a per-call
 scope that routes `ask` decisions to this request's client (approval.py), reports progress on
 this request and turns a client cancellation into the tool's cancel event.
+
+Which Session: with a `session_factory`, every MCP session of a client (streamable HTTP, one
+`mcp-session-id`) gets a Session of its own on its first call — its own background tasks, read
+records, working directory, approvals and audit id — closed (tasks killed, temp files removed)
+when that MCP session ends: the client's DELETE, the idle timeout, or the server stopping. What
+has no MCP session (stdio, whose one client owns the process; the 2026-07-28 protocol, which has
+no sessions) is served by the Session the bridge was built with.
 """
 
 from __future__ import annotations
@@ -15,7 +22,8 @@ import contextvars
 import functools
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+import time
+from typing import TYPE_CHECKING, Any, Callable
 
 import anyio
 import mcp_types as types
@@ -69,13 +77,33 @@ def mcp_tool(tool: "Tool") -> types.Tool:
     )
 
 
-class Bridge:
-    """Serves one Session over MCP. Build the SDK server with `.server`."""
+# Where a client's own Session is kept on its MCP connection.
+_CLIENT_KEY = "codebelt.client"
+CLOSE_WAIT_SECONDS = 30.0  # how long Bridge.close waits for client sessions still closing
 
-    def __init__(self, session: "Session", *, name: str = "codebelt", max_workers: int = 32):
+
+class _Client:
+    """One MCP client session's codebelt Session, and where its task notifications go."""
+
+    def __init__(self, session: "Session"):
+        self.session = session
+        self.peer: tuple[Any, asyncio.AbstractEventLoop] | None = None
+
+
+class Bridge:
+    """Serves a Session over MCP (one per client session with `session_factory`). Build the SDK
+    server with `.server`."""
+
+    def __init__(self, session: "Session", *, name: str = "codebelt", max_workers: int = 32,
+                 session_factory: "Callable[[], Session] | None" = None):
         from .. import __version__
 
         self.session = session
+        self._factory = session_factory
+        self._clients: set[_Client] = set()
+        self._clients_lock = threading.Lock()
+        self._client_created = asyncio.Lock()  # one Session per connection, however many calls race
+        self._closers: list[threading.Thread] = []
         self._tools: dict[str, Tool] = session.tools
         self._listing = [mcp_tool(t) for t in self._tools.values()]
         self._schemas = {t.name: t.input_schema for t in self._listing}
@@ -87,10 +115,7 @@ class Bridge:
             max_workers=max_workers, thread_name_prefix="codebelt-mcp"
         )
         # While it serves MCP, the Session's `ask` decisions go to the client of each call.
-        previous = session.approver
-        if isinstance(previous, ElicitationApprover):
-            previous = previous.fallback
-        session.approver = ElicitationApprover(fallback=previous)
+        _ask_clients(session)
         self.server: Server[Any] = Server(
             name,
             version=__version__,
@@ -103,12 +128,12 @@ class Bridge:
         )
         self._install_request_state_seal(name)
         # The client that called last hears when a background task ends (a log notification);
-        # every client also sees it in its next tool result.
-        self._peer: tuple[Any, asyncio.AbstractEventLoop] | None = None
-        session.on_task_end(self._task_ended)
+        # it also sees it in its next tool result.
+        self._shared = _Client(session)
+        session.on_task_end(functools.partial(self._task_ended, self._shared))
 
-    def _task_ended(self, info: dict[str, Any]) -> None:
-        peer = self._peer
+    def _task_ended(self, client: _Client, info: dict[str, Any]) -> None:
+        peer = client.peer
         if peer is None:
             return
         mcp_session, loop = peer
@@ -124,10 +149,13 @@ class Bridge:
             except Exception as e:  # no channel for unsolicited messages: the next result says it
                 log.debug("task notification not sent: %s", e)
 
+        if loop.is_closed():
+            return
+        coro = send()
         try:
-            asyncio.run_coroutine_threadsafe(send(), loop)
-        except RuntimeError:  # the loop has ended
-            pass
+            asyncio.run_coroutine_threadsafe(coro, loop)
+        except RuntimeError:  # the loop ended meanwhile: nothing to send, nothing left pending
+            coro.close()
 
     def _install_request_state_seal(self, name: str) -> None:
         """Seal the `request_state` we hand the client (2026-07-28 retries) with the SDK's boundary."""
@@ -138,7 +166,57 @@ class Bridge:
         )
 
     def close(self) -> None:
+        """Stop serving: running calls are abandoned to their cancel events, client sessions
+        close (their tasks killed, their temp files removed)."""
         self._executor.shutdown(wait=False, cancel_futures=True)
+        with self._clients_lock:
+            clients, self._clients = list(self._clients), set()
+        for client in clients:
+            self._start_closing(client)
+        deadline = time.monotonic() + CLOSE_WAIT_SECONDS
+        for thread in list(self._closers):
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    # -- a Session per client session ----------------------------------------------------------
+    async def _client_for(self, ctx: Any) -> _Client:
+        """The calling client's own Session, made on its first call; the shared one when there
+        is no factory or no MCP session to tie one to."""
+        # The SDK's per-client Connection (its `state` and `exit_stack` are the documented place
+        # for per-connection data and cleanup); the low-level handler context reaches it only
+        # through its ServerSession.
+        connection = getattr(ctx.session, "_connection", None)
+        if self._factory is None or connection is None or getattr(connection, "session_id", None) is None:
+            return self._shared
+        client = connection.state.get(_CLIENT_KEY)
+        if client is not None:
+            return client
+        async with self._client_created:
+            client = connection.state.get(_CLIENT_KEY)
+            if client is None:
+                loop = asyncio.get_running_loop()
+                session = await loop.run_in_executor(self._executor, self._factory)
+                _ask_clients(session)
+                client = _Client(session)
+                session.on_task_end(functools.partial(self._task_ended, client))
+                with self._clients_lock:
+                    self._clients.add(client)
+                connection.state[_CLIENT_KEY] = client
+                connection.exit_stack.push_async_callback(self._retire, client)
+        return client
+
+    async def _retire(self, client: _Client) -> None:
+        """The client's MCP session ended: close its Session. In a thread of its own (killing
+        its commands takes a grace period), so the SDK's bounded cleanup is never held up."""
+        with self._clients_lock:
+            if client not in self._clients:
+                return
+            self._clients.discard(client)
+        self._start_closing(client)
+
+    def _start_closing(self, client: _Client) -> None:
+        thread = threading.Thread(target=client.session.close, name="codebelt-mcp-close", daemon=True)
+        self._closers = [t for t in self._closers if t.is_alive()] + [thread]
+        thread.start()
 
     # -- tools/list --------------------------------------------------------------------------
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
@@ -153,7 +231,8 @@ class Bridge:
                 message=f"Unknown tool {name!r}. Available tools: {', '.join(sorted(self._tools))}.",
             )
         loop = asyncio.get_running_loop()
-        self._peer = (ctx.session, loop)
+        client = await self._client_for(ctx)
+        client.peer = (ctx.session, loop)
         cancel_event = threading.Event()
         scope = CallScope(
             ctx=ctx,
@@ -166,7 +245,7 @@ class Bridge:
         run_ctx = contextvars.copy_context()
         run_ctx.run(current_call.set, scope)
         work = functools.partial(
-            self.session.call,
+            client.session.call,
             name,
             params.arguments or {},
             progress=progress,
@@ -211,6 +290,14 @@ class Bridge:
         error = next(iter(validator.iter_errors(data)), None)
         if error is not None:
             log.warning("%s: structured output does not match its outputSchema: %s", name, error.message)
+
+
+def _ask_clients(session: "Session") -> None:
+    """While a Session serves MCP, its `ask` decisions go to the client of each call."""
+    previous = session.approver
+    if isinstance(previous, ElicitationApprover):
+        previous = previous.fallback
+    session.approver = ElicitationApprover(fallback=previous)
 
 
 def _input_required(message: str) -> types.InputRequiredResult:

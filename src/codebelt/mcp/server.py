@@ -5,7 +5,8 @@
 
     with Session(root=".") as s:
         run_stdio(s)                                  # blocks; `codebelt serve` does this
-        # run_http(s, "127.0.0.1", 8765, token=None)  # streamable HTTP at /mcp
+        # run_http(s, "127.0.0.1", 8765, token=None,  # streamable HTTP at /mcp; a Session per client:
+        #          session_factory=lambda: Session(root="."))
 
 `create_server(s)` returns the `codebelt.mcp.Bridge`; `.server` is the SDK's low-level Server,
 for embedding in your own transport or ASGI app. 
@@ -13,7 +14,7 @@ for embedding in your own transport or ASGI app.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -59,7 +60,12 @@ def run_http(
     ready: Any = None,
     max_sessions: int | None = None,
     session_idle_timeout: float | None = None,
+    session_factory: "Callable[[], Session] | None" = None,
 ) -> None:
+    """Serve streamable HTTP until SIGTERM or SIGINT (then every client's Session is closed and
+    this returns). With `session_factory`, each MCP client session gets a Session of its own
+    (its own tasks, read records, working directory, approvals), closed when it ends; without
+    one, every client shares `session`."""
     import functools
 
     import anyio
@@ -67,7 +73,7 @@ def run_http(
     from .transport import serve_http
 
     announce(session)
-    bridge = create_server(session)
+    bridge = create_server(session, session_factory=session_factory)
     try:
         anyio.run(functools.partial(serve_http, bridge, host, port, token, allowed_hosts=allowed_hosts, ready=ready,
                                     max_sessions=max_sessions, session_idle_timeout=session_idle_timeout))

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import ipaddress
 import logging
+import signal
+import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -134,28 +137,71 @@ async def serve_http(
     ready: Any = None,
     max_sessions: int | None = None,
     session_idle_timeout: float | None = None,
+    stop_on_signals: bool = True,
 ) -> None:
-    """Serve until cancelled. `ready(port)` is called once the socket listens (port 0 → real port)."""
+    """Serve until cancelled, or (`stop_on_signals`, on the main thread) until SIGTERM or SIGINT:
+    then stop accepting, end every MCP session (their Sessions close: tasks killed, temp files
+    removed) and return normally; a second signal skips the wait for open connections.
+    `ready(port)` is called once the socket listens (port 0 → real port)."""
+    import anyio
     import uvicorn
 
     app = http_app(bridge, host, port, token, allowed_hosts=allowed_hosts, max_sessions=max_sessions,
                    session_idle_timeout=session_idle_timeout)
     config = uvicorn.Config(
-        app, host=host, port=port, log_level="warning", lifespan="on", access_log=False
+        app, host=host, port=port, log_level="warning", lifespan="on", access_log=False,
+        # Clients holding a stream open keep their connection until the sessions end, which
+        # happens after this wait: it is short, and the notice of its end is not shown.
+        timeout_graceful_shutdown=GRACEFUL_SECONDS,
     )
-    server = uvicorn.Server(config)
-    if ready is not None:
-        import anyio
+    server = _Server(config)
+    logging.getLogger("uvicorn.error").addFilter(_quiet_shutdown)
 
-        async def announce() -> None:
-            while not server.started:
-                await anyio.sleep(0.02)
-            sockets = [s for srv in server.servers for s in srv.sockets]
-            ready(sockets[0].getsockname()[1] if sockets else port)
+    async def announce() -> None:
+        while not server.started:
+            await anyio.sleep(0.02)
+        sockets = [s for srv in server.servers for s in srv.sockets]
+        ready(sockets[0].getsockname()[1] if sockets else port)
 
-        async with anyio.create_task_group() as tg:
+    async def stop_on(signals: Any) -> None:
+        async for _ in signals:
+            if server.should_exit:
+                server.force_exit = True
+            server.should_exit = True
+
+    async with anyio.create_task_group() as tg:
+        if ready is not None:
             tg.start_soon(announce)
+        if stop_on_signals and threading.current_thread() is threading.main_thread():
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                tg.start_soon(stop_on, signals)
+                await server.serve()
+        else:
             await server.serve()
-            tg.cancel_scope.cancel()
-    else:
-        await server.serve()
+        tg.cancel_scope.cancel()
+
+
+GRACEFUL_SECONDS = 3
+
+
+def _quiet_shutdown(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("Cancel %s running task")
+
+
+def _server_class() -> type:
+    import uvicorn
+
+    class QuietServer(uvicorn.Server):
+        """uvicorn's server without its own signal handling, which re-raises the signal once
+        it has shut down (a traceback and exit 1 under `codebelt serve`): serve_http decides
+        what a signal means."""
+
+        @contextlib.contextmanager
+        def capture_signals(self):  # type: ignore[override]
+            yield
+
+    return QuietServer
+
+
+def _Server(config: Any) -> Any:
+    return _server_class()(config)
