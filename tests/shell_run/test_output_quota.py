@@ -50,10 +50,10 @@ def test_a_foreground_command_says_which_cap_stopped_it(shell):
 
 @pytest.mark.timeout(120)
 def test_outputs_shown_inline_are_not_counted(shell):
-    # Each output is shown whole and its file deleted: twenty commands of 20 KB stay under a
+    # Each output is shown whole and its file deleted: eight commands of 20 KB stay under a
     # 100 KB cap (each runs past a watcher tick, so an uncounted release would stop the later ones).
     s = shell.session(bash={"maxSessionOutputBytes": 100_000})
-    for _ in range(20):
+    for _ in range(8):
         r = s.call("Bash", {"command": "head -c 20000 /dev/zero | tr '\\0' x; sleep 0.3; echo"})
         assert not r.is_error and "maxSessionOutputBytes" not in r.text
 

@@ -24,10 +24,7 @@ from __future__ import annotations
 import json
 import unicodedata
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .approvers import ApprovalRequest
+from typing import Any
 
 GUTTER = "│ "
 CONTINUED = "┆ "
@@ -126,8 +123,9 @@ def quoted(text: str, max_lines: int = DETAIL_LINES, max_chars: int = DETAIL_CHA
     return out
 
 
-def render_question(request: "ApprovalRequest") -> str:
-    """The whole question: what the call would do, why it asks, how to stop being asked."""
+def render_question(request: Any) -> str:
+    """The whole question about an `approvers.ApprovalRequest` (which renders itself through
+    this): what the call would do, why it asks, how to stop being asked."""
     decision = request.decision
     tool = visible(request.tool)
     lines: list[str] = []
