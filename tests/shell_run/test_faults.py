@@ -163,3 +163,19 @@ def test_progress_reports(shell):
     assert data["totalLines"] >= 1 and data["totalBytes"] >= 7
     assert message.startswith("line ") and data["lastLines"][-1] == message.splitlines()[-1]
     assert len(reports) <= 2  # at most once a second over ~1.5 s
+
+
+def test_a_spool_removed_by_session_close_is_no_internal_error(shell, monkeypatch):
+    # Session.close removes the temp directory right after it has stopped the commands, while a
+    # foreground call may still be rendering its output (7 in 60 closes hit it on a loaded machine).
+    import codebelt.tools.bash as bash_tool
+
+    real = bash_tool.render
+
+    def render_after_close(path, *args, **kwargs):
+        path.unlink()
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(bash_tool, "render", render_after_close)
+    r = shell.session().call("Bash", {"command": "echo gone"})
+    assert not r.is_error and r.data["stdout"] == "" and "internal error" not in r.text

@@ -24,7 +24,7 @@ from ..shell.execution.cwd import ShellCwd
 from ..shell.execution.environment import secret_references
 from ..shell.execution.foreground import wait_foreground
 from ..shell.execution.runner import Outcome, ShellProcess
-from ..shell.execution.spool import Progress, render
+from ..shell.execution.spool import Rendered, Progress, render
 from ..shell.execution.tasks import Task, TaskManager
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
 from ._patching import check_patch, patch_preview, patch_requests, run_patch
@@ -429,7 +429,10 @@ class Bash(Tool):
         after, _ = cwd_service.current(consume=False)
         if after != before:
             ctx.emit("cwd_changed", {"old": str(before), "new": str(after)})
-        rendered = render(proc.spool_path, MAX_RESULT_CHARS - 2_000, out.output_bytes)
+        try:
+            rendered = render(proc.spool_path, MAX_RESULT_CHARS - 2_000, out.output_bytes)
+        except FileNotFoundError:  # the session closed meanwhile, and its files went with it
+            rendered = Rendered("", False, out.output_bytes)
         if rendered.truncated:
             output_path: str | None = str(proc.spool_path)
         else:
