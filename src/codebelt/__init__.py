@@ -10,7 +10,6 @@ pay for pydantic and the session machinery they never use.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -75,7 +74,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'codebelt' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
+    # __import__ rather than importlib.import_module: `python -X importtime` reports it
+    value = getattr(__import__(__name__ + module, fromlist=[name]), name)
     globals()[name] = value
     return value
 

@@ -11,16 +11,23 @@ returned, closed when it ends.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .checkpoints import Checkpoints, Recording
-from .permissions.decision import Decision
 from .permissions.requests import CommandRequest, PathRequest
-from .tool import Tool, ToolContext, ToolResult
+
+if TYPE_CHECKING:
+    from .checkpoints import Checkpoints, Recording
+    from .permissions.decision import Decision
+    from .tool import Tool, ToolContext, ToolResult
+
+
+def may_record(tool: Tool) -> bool:
+    """Whether a call of `tool` may get a checkpoint (else the store need not even be opened)."""
+    return not (tool.read_only or getattr(tool, "makes_own_checkpoints", False))
 
 
 def begin(checkpoints: Checkpoints, tool: Tool, params: Any, ctx: ToolContext, decision: Decision) -> Recording | None:
-    if tool.read_only or getattr(tool, "makes_own_checkpoints", False):
+    if not may_record(tool):
         return None
     requests = tool.permission_requests(params, ctx)
     if any(isinstance(r, CommandRequest) for r in requests):

@@ -157,6 +157,16 @@ def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+class _NoHooks:
+    """A session without hooks."""
+
+    def has(self, event: str) -> bool:
+        return False
+
+
+_NO_HOOKS: Any = _NoHooks()
+
+
 @dataclass
 class _Prepared:
     """A call whose input has been checked against the schema: parsed once, used by the
@@ -243,19 +253,18 @@ class Session:
             )
             self.approver = approver
 
-            from .tools import registry  # local: the registry imports every tool module
+            from .tools import ToolTable, builtin_families
 
-            builtin = registry()
-            self._tools: dict[str, Tool] = {t.name: t() for t in (tools or builtin)}
+            # Built-in tools are imported when first called or described, not here.
+            self._tools = ToolTable(tools)
             if self.settings.checkpoints.enabled and self.settings.checkpoints.model_tool:
                 from .tools.checkpoints import CheckpointsTool
 
-                self._tools.setdefault(CheckpointsTool.name, CheckpointsTool())
+                self._tools.add(CheckpointsTool())
             self._services = Services()
             # Path rules name tools (`Write(src/**)`): a rule naming a built-in tool keeps its meaning
             # in a session that registers other tools.
-            families = {t.name: t.permission_family for t in [*builtin, *map(type, self._tools.values())]
-                        if t.permission_family}
+            families = {**builtin_families(), **self._tools.families()}
             self.engine = PermissionEngine(
                 self.settings, self.workspace, self.mode,
                 tool_families=families,
@@ -294,17 +303,22 @@ class Session:
         )
 
     # -- hooks ---------------------------------------------------------------------------------
-    def _load_hooks(self):
+    def _load_hooks(self, always: bool = False):
+        """The hook engine, or `_NO_HOOKS` when no hook is configured (then nothing of the hooks
+        machinery is imported; `add_hook` builds the engine)."""
+        layers = [] if self.settings.disable_all_hooks else self.settings.hook_layers
+        if not layers and not always:
+            return _NO_HOOKS
+
         from .hooks.conditions import if_matcher
         from .hooks.config import specs_from
         from .hooks.engine import HookEngine
 
         specs = []
-        if not self.settings.disable_all_hooks:
-            # The settings hold a workspace's own hooks only when the workspace is trusted.
-            for label, workspace, section in self.settings.hook_layers:
-                specs += specs_from(section, label, workspace)
-        families = {t.name: t.permission_family for t in map(type, self._tools.values()) if t.permission_family}
+        # The settings hold a workspace's own hooks only when the workspace is trusted.
+        for label, workspace, section in layers:
+            specs += specs_from(section, label, workspace)
+        families = self._tools.families()
         return HookEngine(specs, self.workspace.root, if_matcher=if_matcher(self.workspace, families),
                           on_run=self._audit_hook)
 
@@ -316,6 +330,8 @@ class Session:
         if event not in EVENTS:
             raise SettingsError(f"unknown hook event {event!r}; expected one of {', '.join(EVENTS)}")
         if not self.settings.disable_all_hooks:
+            if self._hooks is _NO_HOOKS:
+                self._hooks = self._load_hooks(always=True)
             self._hooks.add(HookSpec(event=event, matcher=matcher, type="python", function=function,
                                      source="session"))
 
@@ -422,8 +438,10 @@ class Session:
 
     # -- tools -------------------------------------------------------------------------------
     @property
-    def tools(self) -> dict[str, Tool]:
-        return dict(self._tools)
+    def tools(self) -> Mapping[str, Tool]:
+        """The session's tools by name (read-only; a tool's module is imported when its entry is
+        first looked at: `name in session.tools` imports nothing)."""
+        return self._tools
 
     def tool(self, name: str) -> Tool:
         try:
@@ -712,6 +730,8 @@ class Session:
     def _checkpoint_begin(self, tool: Tool, params: Any, ctx: ToolContext, decision: Decision):
         from . import checkpointing
 
+        if not checkpointing.may_record(tool):
+            return None
         try:
             book = self._checkpoints()
             return None if book is None else checkpointing.begin(book, tool, params, ctx, decision)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 from pathlib import Path
 from typing import Callable, Iterable
@@ -172,7 +171,7 @@ def _write_in_dir(path: Path, data, mode: int | None, fsync: bool, before_replac
             st = keep_mode = None
         if mode is not None:
             keep_mode = mode
-        tmp_name = f".{name[:200]}.{secrets.token_hex(4)}.codebelt-tmp"
+        tmp_name = f".{name[:200]}.{os.urandom(4).hex()}.codebelt-tmp"
         fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
                      0o600, dir_fd=dfd)
         try:

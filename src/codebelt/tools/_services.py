@@ -1,5 +1,8 @@
 """The per-session services tools share, each built from the session-wide fields of a
-`ToolContext` (`ctx.service(task_manager)`): engines get explicit inputs, never the session."""
+`ToolContext` (`ctx.service(task_manager)`): engines get explicit inputs, never the session.
+
+Each factory imports its engine itself: a Read imports neither the sandbox, the shell runner,
+the code index nor the checkpoint store."""
 
 from __future__ import annotations
 
@@ -7,29 +10,36 @@ import hashlib
 import os
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..checkpoints import Checkpoints, Limits
-from ..files.lines import LineIndexCache
-from ..files.state import FileStates
-from ..intel.index import CodeIndex
-from ..intel.lsp import LspManager, detected, from_settings
-from ..sandbox import Sandbox, SandboxConfig
-from ..shell.execution.cwd import ShellCwd
-from ..shell.execution.runner import build_env
-from ..shell.execution.tasks import TaskManager
-from ..tool import ToolContext
+if TYPE_CHECKING:
+    from ..checkpoints import Checkpoints
+    from ..files.lines import LineIndexCache
+    from ..files.state import FileStates
+    from ..intel.index import CodeIndex
+    from ..intel.lsp import LspManager
+    from ..sandbox import Sandbox
+    from ..shell.execution.cwd import ShellCwd
+    from ..shell.execution.tasks import TaskManager
+    from ..tool import ToolContext
 
 
 def file_states(ctx: ToolContext) -> FileStates:
     """What each Read saw, for read-before-write and stale-file checks."""
+    from ..files.state import FileStates
+
     return FileStates()
 
 
 def line_indexes(ctx: ToolContext) -> LineIndexCache:
+    from ..files.lines import LineIndexCache
+
     return LineIndexCache()
 
 
 def shell_cwd(ctx: ToolContext) -> ShellCwd:
+    from ..shell.execution.cwd import ShellCwd
+
     return ShellCwd(ctx.workspace)
 
 
@@ -42,12 +52,17 @@ def _instance() -> str:
 
 def sandbox(ctx: ToolContext) -> Sandbox:
     """The session's sandbox, probed once."""
+    from ..sandbox import Sandbox, SandboxConfig
+
     config = SandboxConfig.from_settings(ctx.settings.sandbox, ctx.workspace.roots, ctx.temp_dir,
                                          name=f"codebelt-{ctx.session_id}-{_instance()}")
     return Sandbox(config)
 
 
 def task_manager(ctx: ToolContext) -> TaskManager:
+    from ..shell.execution.runner import build_env
+    from ..shell.execution.tasks import TaskManager
+
     bash = ctx.settings.bash
     services = ctx.services
 
@@ -79,6 +94,8 @@ def intel_cache_dir(ctx: ToolContext) -> Path:
 
 def code_index(ctx: ToolContext) -> CodeIndex:
     """The workspace's tree-sitter index, building in the background from first use."""
+    from ..intel.index import CodeIndex
+
     permissions = ctx.permissions
     index = CodeIndex(
         ctx.workspace.root, intel_cache_dir(ctx),
@@ -92,6 +109,8 @@ def code_index(ctx: ToolContext) -> CodeIndex:
 def lsp_manager(ctx: ToolContext) -> LspManager:
     """The session's language servers (from `lsp.servers`, then those found installed), each
     started on first use and closed with the session."""
+    from ..intel.lsp import LspManager, detected, from_settings
+
     cfg = ctx.settings.lsp
     specs = from_settings({name: m.model_dump(by_alias=True) for name, m in cfg.servers.items()})
     if cfg.auto_detect:
@@ -115,6 +134,8 @@ def checkpoints(ctx: ToolContext) -> Checkpoints | None:
     cfg = ctx.settings.checkpoints
     if not cfg.enabled:
         return None
+    from ..checkpoints import Checkpoints, Limits
+
     limits = Limits(max_store_bytes=cfg.max_store_mb << 20, max_age_s=cfg.max_age_days * 86400,
                     max_file_bytes=cfg.max_file_mb << 20, max_call_bytes=cfg.max_call_mb << 20,
                     max_entries=cfg.max_files)
