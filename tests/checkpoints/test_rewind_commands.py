@@ -268,3 +268,13 @@ def test_model_rewind_asks_for_the_paths_it_writes(make_session, ws):
     r = s.call("Checkpoints", {"action": "undo"})
     assert r.is_error and "secret" in r.text, r.text
     assert (ws / "secret" / "a").exists()
+
+
+def test_the_sessions_own_temp_files_are_not_changes(make_session, ws, monkeypatch):
+    import tempfile
+
+    (ws / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(ws / "tmp"))  # TMPDIR inside the workspace
+    s = make_session(mode="bypassPermissions")
+    s.call("Bash", {"command": "echo hi > a.txt && seq 1 100000"})  # output spooled under the session's temp dir
+    assert [c["paths"] for c in s.checkpoints()] == [["a.txt"]]

@@ -87,7 +87,8 @@ class Recording:
 
 class Checkpoints:
     def __init__(self, store_dir: Path, roots: Iterable[str | os.PathLike[str]], session: str,
-                 limits: Limits = Limits(), *, use_journal: bool = True, placeholders: Iterable[str] = ()):
+                 limits: Limits = Limits(), *, use_journal: bool = True, placeholders: Iterable[str] = (),
+                 ignore: Iterable[str | os.PathLike[str]] = ()):
         self.dir = Path(store_dir)
         self.roots = [os.path.realpath(r) for r in roots]
         self.workspace = self.roots[0]
@@ -98,8 +99,10 @@ class Checkpoints:
         self.conn = connect(self.dir / "checkpoints.db")
         self.store = ObjectStore(self.dir, self.conn, self._db_lock)
         self.records = Records(self.conn, self._db_lock)
-        store_real = os.path.realpath(self.dir)
-        self._skip = lambda p: p == store_real or p.startswith(store_real + "/")
+        # never tracked: the store itself and the caller's own working directories (a session's
+        # temp files), should they lie inside a root
+        skipped = tuple(os.path.realpath(d) for d in (self.dir, *ignore))
+        self._skip = lambda p: any(p == d or p.startswith(d + "/") for d in skipped)
         self._use_journal = use_journal
         # empty directories a sandbox creates as mount points (not the command's doing)
         self._placeholders = {os.path.realpath(p) for p in placeholders}
