@@ -264,14 +264,17 @@ def _image_size(data: bytes) -> tuple[int, int] | None:
         return struct.unpack(">II", data[16:24])
     if data[:6] in (b"GIF87a", b"GIF89a"):
         return struct.unpack("<HH", data[6:10])
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        try:
-            from PIL import Image  # only webp needs a decoder here
-            import io
-
-            return Image.open(io.BytesIO(data)).size
-        except Exception:  # noqa: BLE001
-            return None
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP" and len(data) >= 30:
+        chunk = data[12:16]
+        if chunk == b"VP8 ":
+            w, h = struct.unpack("<HH", data[26:30])
+            return w & 0x3FFF, h & 0x3FFF
+        if chunk == b"VP8L":
+            bits = int.from_bytes(data[21:25], "little")
+            return 1 + (bits & 0x3FFF), 1 + ((bits >> 14) & 0x3FFF)
+        if chunk == b"VP8X":
+            return 1 + int.from_bytes(data[24:27], "little"), 1 + int.from_bytes(data[27:30], "little")
+        return None
     if data[:2] == b"\xff\xd8":
         i = 2
         while i + 9 < len(data):
