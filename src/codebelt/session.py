@@ -38,6 +38,7 @@ from .permissions.approvers import ApprovalRefused, ApprovalRequest, Approver
 from .permissions.decision import Decision
 from .permissions.engine import PermissionEngine
 from .settings import MODES, SANDBOX_MODES, Settings, load_settings
+from .texts import load as load_texts
 from .tool import ProgressCallback, Services, Tool, ToolContext, ToolResult
 from .workspace import Workspace
 
@@ -230,6 +231,7 @@ class Session:
             trust_workspace=trust_workspace or trust_workspace_hooks,
         )
         self.mode = self.settings.permissions.default_mode
+        self.texts = load_texts(self.settings.compat.profile)
 
         extra = [
             (root_path / d) if not Path(d).expanduser().is_absolute() else Path(d).expanduser()
@@ -299,7 +301,7 @@ class Session:
             tool_name=tool_name, session_id=self.id, workspace=self.workspace, settings=self.settings,
             permissions=self.engine, results_dir=self.results_dir, temp_dir=self.temp_dir,
             services=self._services, cancel_event=cancel_event or threading.Event(), progress=progress,
-            events=self._event,
+            events=self._event, texts=self.texts,
         )
 
     # -- hooks ---------------------------------------------------------------------------------
@@ -447,12 +449,10 @@ class Session:
         try:
             return self._tools[name]
         except KeyError:
-            raise UnknownToolError(
-                f"Unknown tool {name!r}. Available tools: {', '.join(sorted(self._tools))}."
-            ) from None
+            raise UnknownToolError(self.texts("common.no_such_tool", name=name)) from None
 
     def tool_specs(self) -> list[dict[str, Any]]:
-        return [t.spec() for t in self._tools.values()]
+        return [t.spec(self.texts) for t in self._tools.values()]
 
     def tasks(self) -> list[dict[str, Any]]:
         """The session's background shell tasks: id, command, status, output file."""
@@ -539,6 +539,8 @@ class Session:
                     _add_hook_output(result, post)
             except Exception:  # noqa: BLE001 - a failing hook never fails the call
                 pass
+        if not result.text and not result.images:  # the model always reads something
+            result.text = self.texts("common.empty", tool=tool_name)
         if may_write:  # whatever the outcome: a failed command may still have written
             self._services.workspace_changed()
         result = self._with_notices(result)
@@ -634,7 +636,7 @@ class Session:
         try:
             params = tool.Input.model_validate(coerce_input(tool.Input, dict(input)))
         except ValidationError as e:
-            raise ToolError(describe_validation_error(tool.name, e)) from None
+            raise ToolError(describe_validation_error(tool.name, e, self.texts, tool.Input)) from None
         return _Prepared(tool, params)
 
     def _permit(self, tool: Tool, params: Any, raw: Any, ctx: ToolContext, pre: Any = None) -> Decision:

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from .errors import Cancelled, SessionClosed, ToolError
+from .texts import Texts
+from .texts import load as load_texts
 from .workspace import Workspace
 
 if TYPE_CHECKING:
@@ -138,6 +140,8 @@ class ToolContext:
     # The session's event sink: `emit("task_end", {...})` — things that happen between calls
     # (a background task ending) reach the model, the client and the library user through it.
     events: Callable[[str, dict[str, Any]], None] | None = None
+    # The texts of the session's compat profile: every result text is rendered from them.
+    texts: Texts = field(default_factory=load_texts)
     # This call's resolved paths: the permission decision and `run` use the same resolution, so
     # a symlink swapped in between cannot make `run` act on another path than the one decided.
     _resolved: dict[tuple[str, Path | None], Path] = field(default_factory=dict, repr=False)
@@ -184,9 +188,10 @@ class ToolContext:
 
 
 class ToolInput(BaseModel):
-    """Base for tool input models: unknown fields are refused, so typos surface."""
+    """Base for tool input models: unknown fields are refused, so typos surface; types are strict
+    (`coerce.coerce_input` first turns "3" into 3 and "true" into true, as Claude Code does)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
 
 class Tool:
@@ -253,10 +258,11 @@ class Tool:
         return clean_schema(cls.Output.model_json_schema(by_alias=True)) if cls.Output else None
 
     @classmethod
-    def spec(cls) -> dict[str, Any]:
+    def spec(cls, texts: Texts | None = None) -> dict[str, Any]:
+        """What a client is told about the tool; `texts`: the profile whose description wins."""
         return {
             "name": cls.name,
-            "description": cls.description,
+            "description": (texts.description(cls.name) if texts else None) or cls.description,
             "input_schema": cls.input_schema(),
             "output_schema": cls.output_schema(),
             "read_only": cls.read_only,

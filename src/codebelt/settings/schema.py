@@ -168,6 +168,12 @@ class EditSettings(Section):
                                gt=0, alias="maxFileMB", workspace=LOWER)
 
 
+class CompatSettings(Section):
+    profile: Literal["claude-code"] = setting(
+        "claude-code", "Whose texts the tools speak: `claude-code` is Claude Code's current release (result and "
+        "error texts, tool descriptions), as recorded from the real program.", workspace=ANY)
+
+
 class IntelSettings(Section):
     diagnostics: bool = setting(True, "After Edit, MultiEdit, Write and ApplyPatch, report the problems the change introduced.", workspace=OFF)
     diagnostics_wait_ms: int = setting(2_000, "How long a language server may take to report those problems.", ge=0, le=10_000, workspace=LOWER)
@@ -297,6 +303,7 @@ class SettingsModel(Section):
     glob: GlobSettings = setting(GlobSettings(), "Glob.")
     read: ReadSettings = setting(ReadSettings(), "Read.")
     edit: EditSettings = setting(EditSettings(), "Edit and MultiEdit.")
+    compat: CompatSettings = setting(CompatSettings(), "Which program's texts the tools speak.")
     intel: IntelSettings = setting(IntelSettings(), "Code intelligence: the LSP and RepoMap tools, diagnostics after edits.")
     lsp: LspSettings = setting(LspSettings(), "Language servers behind the LSP tool and diagnostics.")
     checkpoints: CheckpointsSettings = setting(CheckpointsSettings(), "Checkpoints before calls that may write, and rewind.")
