@@ -95,7 +95,14 @@ class ApprovalRefused(CodebeltError):
 
 
 class FileToolError(CodebeltError):
-    """The file engine refuses an operation."""
+    """The file engine refuses an operation. `reason` names the case ("not_found", "several" …)
+    and `facts` what a tool's text may quote, so the tool can word it as its profile does; the
+    message is the engine's own wording, used where no profile has one."""
+
+    def __init__(self, message: str = "", reason: str | None = None, **facts: Any):
+        super().__init__(message)
+        self.reason = reason
+        self.facts = facts
 
 
 class BinaryFile(FileToolError):

@@ -411,15 +411,23 @@ class Session:
             t.reported = True
         if not infos:
             return result
-        lines = [
-            f"<task-notification>Background task {i['id']} (`{_short(i['command'])}`) {i['status_text']}. "
-            f"Its output is in {i['output_path']} (TaskOutput with task_id \"{i['id']}\" shows what is new)."
-            "</task-notification>"
-            for i in infos
-        ]
+        lines = [self._notification(i) for i in infos]
         result.text = result.text + "\n\n" + "\n".join(lines)
         result.data = {**(result.data or {}), "taskNotifications": infos}
         return result
+
+    def _notification(self, info: dict[str, Any]) -> str:
+        """Claude Code's <task-notification> for a task that ended (it sends one as a turn of its
+        own; a tool layer has the next result to carry it)."""
+        status = info["status"]
+        if status == "completed":
+            summary = self.texts("Bash.ended", code=info["exit_code"])
+        elif status == "failed":
+            summary = self.texts("Bash.failed", code=info["exit_code"])
+        else:
+            status, summary = "killed", self.texts("Bash.killed")
+        return self.texts("Bash.notification", id=info["id"], output=info["output_path"], status=status,
+                          command=_short(info["command"], 200), summary=summary)
 
     def service(self, factory: Callable[[ToolContext], T]) -> T:
         """A per-session singleton (see `ToolContext.service`)."""

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 __all__ = [
-    "Image", "ToolResult", "ToolError", "Cancelled", "ToolContext", "ToolInput", "Tool",
+    "Image", "Document", "ToolResult", "ToolError", "Cancelled", "ToolContext", "ToolInput", "Tool",
     "ProgressCallback", "Services",
 ]
 
@@ -43,6 +43,16 @@ class Image:
     mime_type: str
 
 
+@dataclass(frozen=True)
+class Document:
+    """A document content block (a PDF) for APIs that take one; `text` stands in for it where
+    an API or client does not."""
+
+    data: str  # base64
+    mime_type: str
+    text: str
+
+
 @dataclass
 class ToolResult:
     """What a call returns. `text` is exactly what goes into the model's tool_result."""
@@ -51,6 +61,7 @@ class ToolResult:
     data: dict[str, Any] | None = None
     is_error: bool = False
     images: list[Image] = field(default_factory=list)
+    documents: list[Document] = field(default_factory=list)
 
     @classmethod
     def error(cls, message: str, **data: Any) -> "ToolResult":
@@ -62,6 +73,7 @@ class ToolResult:
             "data": self.data,
             "is_error": self.is_error,
             "images": [{"data": i.data, "mime_type": i.mime_type} for i in self.images],
+            "documents": [{"data": d.data, "mime_type": d.mime_type, "text": d.text} for d in self.documents],
         }
 
 
@@ -255,7 +267,7 @@ class Tool:
     def output_schema(cls) -> dict[str, Any] | None:
         from ._schema import clean_schema
 
-        return clean_schema(cls.Output.model_json_schema(by_alias=True)) if cls.Output else None
+        return clean_schema(cls.Output.model_json_schema(by_alias=True), output=True) if cls.Output else None
 
     @classmethod
     def spec(cls, texts: Texts | None = None) -> dict[str, Any]:

@@ -184,7 +184,8 @@ def changes(root: Path, before: dict[str, str]) -> dict[str, Any]:
 # how a background task is announced: "… in background with ID: X." / "… to the background (ID: X)"
 _TASK_ID = re.compile(r"background(?: with)? \(?ID: ([A-Za-z0-9_-]+)")
 _CELL_ID = re.compile(r"^Inserted cell ([A-Za-z0-9_-]+) with ")
-_GREP_TOTAL = re.compile(r"(\[Showing lines \d+-\d+ of )(?:more than )?\d+")
+_GREP_TOTAL = re.compile(r"(\(More results: )(?:more than )?\d+")
+_WRITTEN_TO = re.compile(r"written to:? (/\S+)")
 _PATH_TOKEN = re.compile(r"/[^\s'\"<>`]+")
 
 
@@ -206,9 +207,11 @@ class Placeholders:
                 continue
             self.ids.append(task_id)
             output = ""
-            for token in _PATH_TOKEN.findall(text[m.end():]):
+            after = text[m.end():]
+            named = _WRITTEN_TO.search(after)  # "Output is being written to: PATH."
+            for token in ([named.group(1)] if named else []) + _PATH_TOKEN.findall(after):
                 token = token.rstrip(".,;:)")
-                if task_id in token or token.endswith(".output"):
+                if named or task_id in token or token.endswith(".output"):
                     output = token
                     break
             self.outputs.append(output)
@@ -328,12 +331,36 @@ def normalise_block(block: Any, ws: str, tasks: Placeholders) -> Any:
     return {k: v for k, v in block.items() if k not in ("tool_use_id", "id")}
 
 
+_NOTIFICATION = re.compile(r"\n\n(<task-notification>.*</task-notification>)\Z", re.S)
+
+
+def _split_notifications(block: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """codebelt puts the <task-notification> of a task that ended at the end of the next result
+    (a tool layer has no turn of its own); Claude Code sends it as a system turn. Either way it
+    is not the tool's result: it goes with the blocks compared apart."""
+    content = block.get("content")
+    if not isinstance(content, list) or not content or content[0].get("type") != "text":
+        return block, []
+    m = _NOTIFICATION.search(content[0].get("text", ""))
+    if not m:
+        return block, []
+    first = {**content[0], "text": content[0]["text"][:m.start()]}
+    return {**block, "content": [first, *content[1:]]}, [{"type": "text", "text": m.group(1)}]
+
+
 def result_of(reply: list[Any], ws: str, tasks: Placeholders) -> dict[str, Any]:
     """From the user message answering one tool_use: its normalised tool_result, and the other
     blocks the harness put next to it (reminders, notifications)."""
     result = None
     extra = []
+    split: list[Any] = []
     for block in reply:
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            block, notes = _split_notifications(block)
+            split += [block, *notes]
+        else:
+            split.append(block)
+    for block in split:
         if isinstance(block, dict) and block.get("type") == "tool_result" and result is None:
             # task ids first: normalising needs them
             for b in ([{"text": block["content"]}] if isinstance(block.get("content"), str) else block.get("content") or []):

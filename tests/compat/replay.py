@@ -2,8 +2,8 @@
 
 The calls go through a real Session and the Anthropic adapter (`run_tool_uses`), so what is
 compared is the `tool_result` block a model would read. The session mirrors how Claude Code was
-recorded: bypassPermissions (nothing is asked), no sandbox (Claude Code ran unsandboxed), no
-user settings, the workspace as root and cwd.
+recorded: bypassPermissions (nothing is asked), no sandbox and no read-only jail (Claude Code ran
+unsandboxed), no user settings, the workspace as root and cwd.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from . import harness
 
 def session_for(ws: Path, **settings: Any) -> Session:
     return Session(root=ws, mode="bypassPermissions", sandbox="off", audit=False, load_user_settings=False,
-                   settings={"lsp": {"autoDetect": False}, **settings})
+                   settings={"lsp": {"autoDetect": False}, "sandbox": {"jail": False}, **settings})
 
 
 def run_case(case: harness.Case) -> dict[str, Any]:

@@ -117,7 +117,7 @@ def test_line_numbers_from_the_session_index_match_counting(tmp_path):
         results.append((path.read_bytes(), snippet(edit.window, edit.window_lo, edit.window_hi,
                                                    encoding=fmt.encoding, line_base=edit.line_base)))
     assert results[0] == results[1]
-    assert "     5\tX" in results[0][1]
+    assert "\n5\tX" in results[0][1]
 
 
 def _mutations():

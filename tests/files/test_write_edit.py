@@ -17,17 +17,17 @@ def call(session, tool, **inp):
 
 def test_write_creates_with_parents(session, ws):
     r = call(session, "Write", file_path="deep/er/new.txt", content="a\nb\n")
-    assert not r.is_error and r.text.startswith("Created deep/er/new.txt: 2 lines")
+    assert not r.is_error and r.text.startswith("File created successfully at: deep/er/new.txt")
     assert (ws / "deep/er/new.txt").read_bytes() == b"a\nb\n"
     assert "a\nb" not in r.text  # a confirmation, not the content
 
 
 def test_write_overwrite_requires_read_then_works(session, ws):
     (ws / "f.txt").write_text("old\n")
-    assert call(session, "Write", file_path="f.txt", content="new\n").text == NOT_READ
+    assert call(session, "Write", file_path="f.txt", content="new\n").text == f"<tool_use_error>{NOT_READ}</tool_use_error>"
     call(session, "Read", file_path="f.txt")
     r = call(session, "Write", file_path="f.txt", content="new\n")
-    assert not r.is_error and r.text.startswith("Updated f.txt")
+    assert not r.is_error and r.text.startswith("The file f.txt has been updated successfully.")
     # The session wrote it, so it knows the content: a second write needs no new Read.
     assert not call(session, "Write", file_path="f.txt", content="newer\n").is_error
     assert (ws / "f.txt").read_text() == "newer\n"
@@ -38,8 +38,9 @@ def test_modified_since_read_is_refused(session, ws):
     p.write_text("v1\n")
     call(session, "Read", file_path="f.txt")
     p.write_text("v2 by a linter\n")
-    assert call(session, "Write", file_path="f.txt", content="x").text == MODIFIED
-    assert call(session, "Edit", file_path="f.txt", old_string="v2", new_string="v3").text == MODIFIED
+    refused = f"<tool_use_error>{MODIFIED}</tool_use_error>"
+    assert call(session, "Write", file_path="f.txt", content="x").text == refused
+    assert call(session, "Edit", file_path="f.txt", old_string="v2", new_string="v3").text == refused
     assert p.read_text() == "v2 by a linter\n"
 
 
@@ -61,19 +62,16 @@ def test_partial_read_allows_edit(session, ws):
     assert not r.is_error, r.text
 
 
-def test_consecutive_edits_and_snippet(session, ws):
+def test_consecutive_edits(session, ws):
     p = ws / "code.py"
     p.write_text("".join(f"line{i}\n" for i in range(1, 21)))
     call(session, "Read", file_path="code.py")
     r = call(session, "Edit", file_path="code.py", old_string="line10\n", new_string="ten\nTEN\n")
-    assert not r.is_error
-    snippet = r.text.split("snippet of the edited file:\n", 1)[1]
-    assert snippet.split("\n") == [
-        "     7\tline7", "     8\tline8", "     9\tline9", "    10\tten", "    11\tTEN",
-        "    12\tline11", "    13\tline12", "    14\tline13",
-    ]
+    assert r.text == ("The file code.py has been updated successfully. (file state is current in your context — "
+                      "no need to Read it back)")
     r = call(session, "Edit", file_path="code.py", old_string="TEN", new_string="10")
     assert not r.is_error, r.text
+    assert p.read_text().splitlines()[9:11] == ["ten", "10"]
 
 
 def test_edit_found_twice_and_replace_all(session, ws):
@@ -82,7 +80,7 @@ def test_edit_found_twice_and_replace_all(session, ws):
     r = call(session, "Edit", file_path="f.txt", old_string="foo", new_string="baz")
     assert r.is_error and "Found 2 matches" in r.text and "replace_all" in r.text
     r = call(session, "Edit", file_path="f.txt", old_string="foo", new_string="baz", replace_all=True)
-    assert not r.is_error and "2 replacements" in r.text
+    assert not r.is_error and "All occurrences were successfully replaced." in r.text
     assert (ws / "f.txt").read_text() == "baz bar baz\n"
 
 
@@ -150,7 +148,7 @@ def test_write_unencodable_content_falls_back_to_utf8(session, ws):
 
 def test_edit_empty_old_string_creates_and_fills(session, ws):
     r = call(session, "Edit", file_path="new/file.txt", old_string="", new_string="hello\n")
-    assert not r.is_error and "Created" in r.text
+    assert not r.is_error and r.text.startswith("The file new/file.txt has been updated successfully.")
     assert (ws / "new/file.txt").read_text() == "hello\n"
     (ws / "empty.txt").write_bytes(b"")
     assert not call(session, "Edit", file_path="empty.txt", old_string="", new_string="x").is_error
@@ -191,7 +189,7 @@ def test_notebook_edit_refused(session, ws):
     (ws / "n.ipynb").write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
     call(session, "Read", file_path="n.ipynb")
     r = call(session, "Edit", file_path="n.ipynb", old_string="cells", new_string="x")
-    assert r.is_error and "Jupyter notebook" in r.text and "Write" in r.text
+    assert r.is_error and "Use the NotebookEdit to edit this file." in r.text
 
 
 def test_write_edit_flags(session):

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from codebelt.tools.glob import TRUNCATED, Glob
+from codebelt.tools.glob import Glob
 
 # (input, expected filenames in order). Paths in a pattern are relative to `path` (or root).
 CASES = [
@@ -45,7 +45,7 @@ def test_absolute_pattern_is_split_into_base_and_pattern(s, project):
     assert r.data["filenames"] == ["src/app.py"]
 
 
-def test_truncated_at_100_newest_first(ws, make_session):
+def test_truncated_at_100_oldest_first(ws, make_session):
     for i in range(130):
         p = ws / f"f{i:03d}.txt"
         p.write_text("x")
@@ -53,11 +53,12 @@ def test_truncated_at_100_newest_first(ws, make_session):
     s = make_session(root=ws)
     r = s.call("Glob", {"pattern": "*.txt"})
     assert r.data["truncated"] is True and r.data["numFiles"] == 100
-    assert r.data["filenames"][0] == "f129.txt" and r.data["filenames"][-1] == "f030.txt"
-    assert r.text.endswith("\n" + TRUNCATED)
+    assert r.data["filenames"][0] == "f000.txt" and r.data["filenames"][-1] == "f099.txt"
+    assert r.text.endswith("\n(Showing 100 of 130 matching files; 30 more are not listed. Narrow the pattern or "
+                           "path to see the rest.)")
     s2 = make_session(root=ws, settings={"glob": {"maxResults": 5}})
     assert s2.call("Glob", {"pattern": "*.txt"}).data["filenames"] == [
-        f"f{i}.txt" for i in range(129, 124, -1)
+        f"f{i:03d}.txt" for i in range(0, 5)
     ]
 
 

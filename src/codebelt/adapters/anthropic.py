@@ -28,7 +28,7 @@ def anthropic_tools(session: "Session") -> list[dict[str, Any]]:
 
 
 def anthropic_result(result: "ToolResult", tool_use_id: str | None = None) -> dict[str, Any]:
-    """A `tool_result` block: the text, then each image as a base64 image block; `is_error`."""
+    """A `tool_result` block: the text, then each image and document as a base64 block; `is_error`."""
     content: list[dict[str, Any]] = []
     if result.text:  # the API refuses empty text blocks
         content.append({"type": "text", "text": result.text})
@@ -36,6 +36,11 @@ def anthropic_result(result: "ToolResult", tool_use_id: str | None = None) -> di
         content.append({
             "type": "image",
             "source": {"type": "base64", "media_type": image.mime_type, "data": image.data},
+        })
+    for doc in result.documents:  # the Messages API takes a PDF as a document block
+        content.append({
+            "type": "document",
+            "source": {"type": "base64", "media_type": doc.mime_type, "data": doc.data},
         })
     block: dict[str, Any] = {"type": "tool_result"}
     if tool_use_id is not None:

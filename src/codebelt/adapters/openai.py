@@ -77,8 +77,13 @@ def _data_url(image: Any) -> str:
     return f"data:{image.mime_type};base64,{image.data}"
 
 
+def _with_documents(result: "ToolResult") -> str:
+    """The text, and the text of each document (OpenAI's tool outputs take no PDF)."""
+    return "\n\n".join([result.text, *(d.text for d in result.documents)]) if result.documents else result.text
+
+
 def _chat_message(call_id: str, result: "ToolResult") -> dict[str, Any]:
-    text = result.text
+    text = _with_documents(result)
     if result.images:
         # Chat tool messages carry text only; the images follow in one user message.
         text += f"\n[{len(result.images)} image(s) attached in the next message]"
@@ -86,9 +91,9 @@ def _chat_message(call_id: str, result: "ToolResult") -> dict[str, Any]:
 
 
 def _responses_item(call_id: str, result: "ToolResult") -> dict[str, Any]:
-    output: Any = result.text
+    output: Any = _with_documents(result)
     if result.images:
-        output = ([{"type": "input_text", "text": result.text}] if result.text else []) + [
+        output = ([{"type": "input_text", "text": output}] if output else []) + [
             {"type": "input_image", "image_url": _data_url(i)} for i in result.images
         ]
     return {"type": "function_call_output", "call_id": call_id, "output": output}

@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         result = session.call(args.tool, params, progress=live)
         state.save_from(session)
     if result.is_error and "has not been read yet" in result.text:
-        result.text += " " + NOT_READ_HINT
+        sys.stderr.write(NOT_READ_HINT + "\n")  # for the person at the terminal; the result stays the tool's
     if args.json:
         json.dump(result.to_dict(), sys.stdout, ensure_ascii=False, indent=2, default=str)
         sys.stdout.write("\n")

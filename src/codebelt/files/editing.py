@@ -27,7 +27,7 @@ from .codec import (
 from .lines import LineIndexCache, format_row
 from .lookup import did_you_mean
 from .matching import DEFAULT_MAX_RESULT, EditError, _find_all, _splice, replace
-from .state import MODIFIED, FileStates
+from .state import MODIFIED, FileStates, state_reason
 from .streamed import try_streamed_edit
 
 
@@ -59,9 +59,7 @@ class EditOutcome:
 def notebook_refusal(shown: str) -> str:
     return (
         f"{shown} is a Jupyter notebook. Edit and MultiEdit do not change .ipynb files, because a "
-        "text replacement can break the notebook's JSON. There is no NotebookEdit tool here: "
-        "to change it, Read it, then Write the complete notebook JSON, or run a script with Bash "
-        "(e.g. python with the json or nbformat module)."
+        "text replacement can break the notebook's JSON: use NotebookEdit."
     )
 
 
@@ -78,10 +76,11 @@ def load_for_edit(
             return None, b"", UTF8
         raise EditError(
             f"File does not exist: {show(path)}.{did_you_mean(path, show, beneath)} "
-            "To create a new file, use Write (or Edit with an empty old_string)."
+            "To create a new file, use Write (or Edit with an empty old_string).", reason="file_missing"
         ) from None
     except IsADirectoryError:
-        raise EditError(f"{show(path)} is a directory, not a file. Give the path of a file inside it.") from None
+        raise EditError(f"{show(path)} is a directory, not a file. Give the path of a file inside it.",
+                        reason="directory") from None
     except NotRegularFile:
         raise EditError(f"{show(path)} is not a regular file (device, FIFO or socket); it cannot be edited.") from None
     except SymlinkInPath as e:
@@ -91,7 +90,7 @@ def load_for_edit(
     with opened:
         st = opened.st
         if path.suffix.lower() == ".ipynb":
-            raise EditError(notebook_refusal(show(path)))
+            raise EditError(notebook_refusal(show(path)), reason="notebook")
         try:
             data = opened.read_bytes()
         except OSError as e:
@@ -99,11 +98,12 @@ def load_for_edit(
         try:
             fmt = sniff(data[:SNIFF_BYTES], at_eof=len(data) <= SNIFF_BYTES)
         except BinaryFile as b:
-            raise EditError(f"{show(path)} is a binary file ({b.kind}); Edit only changes text files.") from None
+            raise EditError(f"{show(path)} is a binary file ({b.kind}); Edit only changes text files.",
+                            reason="binary") from None
         if not (st.st_size == 0 and first_old == ""):  # filling an empty file loses nothing
             problem = states.check(path, st, fd=opened.fd)
             if problem:
-                raise EditError(problem)
+                raise EditError(problem, reason=state_reason(problem))
     return st, data, fmt
 
 
@@ -128,7 +128,7 @@ def check_edits(path: Path, edits: list[EditSpec], states: FileStates, show: Cal
                 if not (st.st_size == 0 and edits[0].old_string == ""):
                     problem = states.check(path, st, fd=opened.fd)
                     if problem:
-                        raise EditError(problem)
+                        raise EditError(problem, reason=state_reason(problem))
                 return
     except OSError:
         pass  # load_for_edit words it
@@ -194,7 +194,7 @@ def apply_edits(
     except FileChanged as e:
         if e.errno == errno.ENOENT:
             raise EditError(f"{show(path)} was deleted. {MODIFIED}") from None
-        raise EditError(MODIFIED) from None
+        raise EditError(MODIFIED, reason="modified") from None
     except AtomicWriteError as e:
         reason = str(e).replace(str(path), show(path))
         raise EditError(f"Could not write {show(path)}: {reason}. The file is unchanged.") from None

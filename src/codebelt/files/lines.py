@@ -150,7 +150,8 @@ class Page:
 
 
 def format_row(number: str, text: str) -> str:
-    return f"{number:>6}\t{text}"
+    """One `cat -n` row as Claude Code's Read shows it: the number, a tab, the line."""
+    return f"{number}\t{text}"
 
 
 def _rows_of_line(pieces, fmt: TextFormat):
@@ -204,7 +205,7 @@ def render_rows(f, fmt: TextFormat, first_line: int, limit: int, max_chars: int)
 
     def emit(number: str, text: str) -> bool:
         nonlocal used, rows, stopped_by, last_shown
-        rendered = f"{number:>6}\t{text}"
+        rendered = format_row(number, text)
         if rows >= limit:
             stopped_by = "limit"
         elif used + len(rendered) + 1 > max_chars and rows > 0:

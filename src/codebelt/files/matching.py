@@ -178,7 +178,7 @@ def replace(text: str, old: str, new: str, *, replace_all: bool = False, eol: st
     if old == new:
         raise EditError(
             "No changes to make: old_string and new_string are exactly the same. "
-            "Give the text as it should be in new_string."
+            "Give the text as it should be in new_string.", reason="no_change"
         )
     if old == "":
         if text == "":
@@ -187,7 +187,7 @@ def replace(text: str, old: str, new: str, *, replace_all: bool = False, eol: st
         raise EditError(
             "old_string is empty, but the file is not empty: an empty old_string only creates a "
             "new file (or fills an empty one). Give the exact text to replace, or use Write to "
-            "replace the whole file."
+            "replace the whole file.", reason="exists"
         )
     candidates = [(old, new, "")]
     stripped_old = strip_line_numbers(old)
@@ -209,7 +209,8 @@ def replace(text: str, old: str, new: str, *, replace_all: bool = False, eol: st
                     f"{', …' if len(starts) > 10 else ''}), but replace_all is false. "
                     "To replace every occurrence, set replace_all to true. To replace one, add "
                     "more surrounding lines to old_string so it matches exactly once "
-                    f"(the first match is at line {line})."
+                    f"(the first match is at line {line}).",
+                    reason="several", count=len(starts), lines=lines + (", …" if len(starts) > 10 else ""),
                 )
             if not replace_all:
                 starts = starts[:1]
@@ -226,7 +227,8 @@ def replace(text: str, old: str, new: str, *, replace_all: bool = False, eol: st
             result, end = _splice(text, starts, len(needle), reps, limit)
             label = how if not suffix else (f"{suffix}, {how}" if how != "exact" else suffix)
             return Applied(result, len(starts), starts[0], end, label, note)
-    raise EditError(_not_found_message(text, stripped_old or old))
+    raise EditError(_not_found_message(text, stripped_old or old), reason="not_found",
+                    hint=_whitespace_hint(text, stripped_old or old))
 
 
 def _styled_note(changed: list[str]) -> str | None:

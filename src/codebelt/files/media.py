@@ -34,6 +34,19 @@ MAX_PDF_PAGES_PER_CALL = 20
 PDF_PAGES_WITHOUT_RANGE = 10
 
 
+def sniff_image(head: bytes) -> str | None:
+    """The image type the first bytes say (png, jpeg, gif, webp), or None."""
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "png"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "jpeg"
+    if head[:6] in (b"GIF87a", b"GIF89a"):
+        return "gif"
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "webp"
+    return None
+
+
 @dataclass
 class LoadedImage:
     data: str  # base64

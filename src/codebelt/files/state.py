@@ -26,6 +26,11 @@ MODIFIED = (
     "File has been modified since read, either by the user or by a linter. "
     "Read it again before attempting to write it."
 )
+def state_reason(problem: str) -> str:
+    """The case a `FileStates.check` message names: "not_read" or "modified"."""
+    return "not_read" if problem == NOT_READ else "modified"
+
+
 HASH_LIMIT = 32 * 1024 * 1024  # larger files are compared by mtime and size only
 
 

@@ -164,7 +164,7 @@ def _edit_open_file(fd, st, path, old_string, new_string, replace_all, byte_safe
         size and mtime (the writer then checks the path holds that same file)."""
         now = os.fstat(fd)
         if (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns) != (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns):
-            raise EditError(MODIFIED)
+            raise EditError(MODIFIED, reason="modified")
 
     written = _write(write, path, stream(), unchanged, show, beneath, st)
     states.record_written(path, fmt, digest.hexdigest() if digest is not None else None, written)
@@ -178,7 +178,7 @@ def _write(write, path, chunks, before_replace, show, beneath, st):
     except FileChanged as e:
         if e.errno == errno.ENOENT:
             raise EditError(f"{show(path)} was deleted. {MODIFIED}") from None
-        raise EditError(MODIFIED) from None
+        raise EditError(MODIFIED, reason="modified") from None
     except AtomicWriteError as e:
         reason = str(e).replace(str(path), show(path))
         raise EditError(f"Could not write {show(path)}: {reason}. The file is unchanged.") from None
@@ -190,7 +190,7 @@ def _pread_into(fd: int, view: memoryview, offset: int, path: Path, show) -> int
     except OSError as e:
         raise EditError(f"Cannot read {show(path)}: {e.strerror}. The file is unchanged.") from None
     if n <= 0:
-        raise EditError(MODIFIED)  # it shrank under us
+        raise EditError(MODIFIED, reason="modified")  # it shrank under us
     return n
 
 

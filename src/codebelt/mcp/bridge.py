@@ -271,8 +271,10 @@ class Bridge:
         return self._to_mcp(name, result)
 
     def _to_mcp(self, name: str, result: "ToolResult") -> types.CallToolResult:
-        content: list[Any] = [types.TextContent(text=result.text)]
+        content: list[Any] = [types.TextContent(text=result.text)] if result.text else []
         content += [types.ImageContent(data=i.data, mime_type=i.mime_type) for i in result.images]
+        # MCP has no document block a client hands to its model: the document's text stands in
+        content += [types.TextContent(text=d.text) for d in result.documents]
         structured = None
         if not result.is_error and name in self._output_schemas:
             structured = result.data if result.data is not None else {}

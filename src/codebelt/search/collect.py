@@ -107,7 +107,7 @@ class _Filtered(RecordReader):
 
 
 class NewestFiles(_Filtered):
-    """Paths (`rg --files -0` or `rg -l -0`), newest first by mtime, ties by path.
+    """Paths (`rg --files -0` or `rg -l -0`), newest first by mtime (or oldest first), ties by path.
 
     Each path is stat'ed as it arrives, while rg keeps walking on the other cores; only the
     best `keep` stay in memory. Paths stay bytes (and are stat'ed relative to a directory fd)
@@ -115,10 +115,11 @@ class NewestFiles(_Filtered):
     Use as a context manager (it holds that directory fd).
     """
 
-    def __init__(self, cwd: str, keep: int | None, visible: Visible | None = None):
+    def __init__(self, cwd: str, keep: int | None, visible: Visible | None = None, oldest_first: bool = False):
         super().__init__(cwd, visible, b"\0")
         self.top = TopK(keep)
         self._fd: int | None = None
+        self._sign = 1 if oldest_first else -1  # oldest first: Claude Code's Glob order
 
     def __enter__(self) -> "NewestFiles":
         return self
@@ -142,14 +143,15 @@ class NewestFiles(_Filtered):
             records = [r for r in records if r and self._shown(decode_path(r))]
         if self._fd is None:
             self._fd = os.open(self.cwd, os.O_RDONLY | os.O_DIRECTORY)
-        fd, stat = self._fd, os.stat
+        fd, stat, sign = self._fd, os.stat, self._sign
+        last = 1 << 62 if sign > 0 else 0
         entries = []
         for rec in records:
             if rec:
                 try:
-                    entries.append((-stat(rec, dir_fd=fd).st_mtime_ns, rec))
+                    entries.append((sign * stat(rec, dir_fd=fd).st_mtime_ns, rec))
                 except OSError:
-                    entries.append((0, rec))  # vanished or unreadable: a match, sorted last
+                    entries.append((last, rec))  # vanished or unreadable: a match, sorted last
         self.top.extend(entries)
         return True
 

@@ -76,8 +76,9 @@ def glob_files(
     timeout: float = ripgrep.DEFAULT_TIMEOUT,
     kill_grace: float = ripgrep.KILL_GRACE,
     cancel_event: threading.Event | None = None,
+    oldest_first: bool = False,
 ) -> GlobOutcome:
-    with NewestFiles(cwd, limit, visible) as c:
+    with NewestFiles(cwd, limit, visible, oldest_first=oldest_first) as c:
         res = ripgrep.run(
             build_args(pattern, hidden=hidden, include_ignored=include_ignored,
                        extra_excludes=extra_excludes),

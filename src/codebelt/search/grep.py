@@ -40,6 +40,7 @@ class GrepQuery:
     ignore_case: bool = False
     multiline: bool = False
     fixed_strings: bool = False
+    only_matching: bool = False  # content mode: the matched parts only (rg -o)
     offset: int = 0
     limit: int | None = 250  # None = unlimited
     max_chars: int = 20_000
@@ -101,7 +102,10 @@ def build_args(q: GrepQuery, target: str, *, sort_path: bool = False,
     elif q.mode == "count":
         args.append("--count")
     else:
-        args += ["-n", f"--max-columns={q.max_columns}", "--max-columns-preview"]
+        # a longer line is rg's "[Omitted long matching line]", as Claude Code shows it
+        args += ["-n", f"--max-columns={q.max_columns}"]
+        if q.only_matching:
+            args.append("--only-matching")
         if q.context is not None:
             args += ["-C", str(q.context)]
         else:

@@ -114,11 +114,15 @@ class BashSettings(Section):
         "clean, also kept. From the user's own settings (or a workspace they trust).")
     default_timeout_ms: int = setting(120_000, "Timeout of a foreground command when the call gives none.", gt=0, workspace=LOWER)
     max_timeout_ms: int = setting(600_000, "Largest timeout a call may ask for.", gt=0, workspace=LOWER)
-    background_timeout_ms: int = setting(0, "Timeout of a background command when the call gives none (0: none).", ge=0,
+    background_timeout_ms: int = setting(600_000, "Timeout of a background command when the call gives none, and how "
+                                         "long a foreground command moved there at its timeout may still run (0: none).", ge=0,
                                          workspace=LOWER_OR_0)
     background_tasks: bool = setting(
         True, "Whether commands may run in the background (off in `codebelt call`, whose process ends with the call).", workspace=OFF)
-    auto_background: bool = setting(True, "Move a foreground command still running after autoBackgroundMs to the background.", workspace=OFF)
+    max_background_timeout_ms: int = setting(7_200_000, "Largest timeout a background command may ask for.", gt=0,
+                                             workspace=LOWER)
+    auto_background: bool = setting(False, "Move a foreground command still running after autoBackgroundMs to the "
+                                    "background, before its timeout.", workspace=OFF)
     auto_background_ms: int = setting(15_000, "How long a foreground command runs before it is moved to the background.", ge=0, workspace=ANY)
     kill_grace_ms: int = setting(2_000, "Between SIGTERM and SIGKILL when a command is stopped.", ge=0, workspace=LOWER)
     max_output_bytes: int = setting(4 << 30, "A command whose output passes this is stopped (0: no limit).", ge=0,
@@ -159,8 +163,8 @@ class GlobSettings(Section):
 
 class ReadSettings(Section):
     max_tokens: int = setting(25_000, "Largest text page Read returns, in tokens (about 4 characters each).", gt=0, workspace=LOWER)
-    max_image_edge: int = setting(1568, "Images are scaled down to at most this many pixels on their longer edge.", gt=0, workspace=LOWER)
-    max_image_pixels: int = setting(1_150_000, "…and to at most this many pixels in all.", gt=0, workspace=LOWER)
+    max_image_edge: int = setting(2000, "Images are scaled down to at most this many pixels on their longer edge (as Claude Code).", gt=0, workspace=LOWER)
+    max_image_pixels: int = setting(4_000_000, "…and to at most this many pixels in all.", gt=0, workspace=LOWER)
 
 
 class EditSettings(Section):

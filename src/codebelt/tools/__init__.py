@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..tool import Tool
 
 TOOL_MODULES = (
-    "read", "write", "edit", "multi_edit", "glob", "grep",
+    "read", "write", "edit", "multi_edit", "notebook_edit", "glob", "grep",
     "bash", "bash_output", "kill_shell", "task_output", "task_stop", "apply_patch",
     "lsp", "repo_map",
 )

@@ -2,34 +2,42 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import BaseModel, Field
 
 from ..errors import EditError, ToolError
-from ..files.editing import EditOutcome, EditSpec, apply_edits, snippet
+from ..files.editing import EditOutcome, EditSpec, apply_edits
 from ..tool import ToolContext, ToolResult
 from . import _diagnostics
 from ._opening import beneath
 from ._services import file_states, line_indexes
+from ._texts import edit_error, symlink_refusal
 
 
-def describe_outcome(rel: str, outcome: EditOutcome) -> str:
-    """The confirmation shared by Edit and MultiEdit: what changed, and the edited lines."""
-    if outcome.created:
-        head = f"Created {rel}."
+def describe_outcome(ctx: ToolContext, given: str, outcome: EditOutcome, specs: list[EditSpec],
+                     whole: bool) -> str:
+    """The confirmation, as Claude Code's Edit words it; `whole`: the model had the whole file
+    before the edit, so it has it now (the profile then says so)."""
+    if len(specs) == 1:
+        key = "Edit.updated_all" if specs[0].replace_all else "Edit.updated"
+        head = ctx.texts(key, path=given)
     else:
-        edits = len(outcome.replacements)
-        total = sum(outcome.replacements)
-        extra = f" with {edits} edits" if edits > 1 else ""
-        extra += f" ({total} replacements)" if total > edits else ""
-        head = f"The file {rel} has been updated{extra}."
+        head = ctx.texts("MultiEdit.updated", path=given, count=len(specs))
+    if whole or outcome.created:
+        head += ctx.texts("common.state_current")
     tolerant = sorted({h for h in outcome.how if h not in ("exact", "fill empty file")})
     if tolerant:
         head += f" (old_string matched after normalising: {', '.join(tolerant)}"
         head += f"; {'; '.join(outcome.notes)}.)" if outcome.notes else ".)"
-    lo, hi = outcome.region
-    return f"{head} Here's the result of running `cat -n` on a snippet of the edited file:\n" + snippet(
-        outcome.text, lo, hi, encoding=outcome.fmt.encoding, line_base=outcome.line_base
-    )
+    return head
+
+
+def _refusal(ctx: ToolContext, file_path: str, path: Path, specs: list[EditSpec], e: EditError) -> str:
+    single = specs[0].old_string if len(specs) == 1 else None
+    if len(specs) > 1 and e.reason not in ("not_read", "modified", "file_missing", "directory", "notebook"):
+        return str(e)  # MultiEdit's own wording names the edit that failed
+    return edit_error(ctx, e, file_path, single, path)
 
 
 def check_edits(file_path: str, specs: list[EditSpec], ctx: ToolContext) -> None:
@@ -39,24 +47,33 @@ def check_edits(file_path: str, specs: list[EditSpec], ctx: ToolContext) -> None
     path = ctx.resolve(file_path)
     if not ctx.workspace.is_inside(path):
         return  # the permission decision speaks first: writing outside is refused as such
+    refusal = symlink_refusal(ctx, file_path, path)
+    if refusal:
+        raise ToolError(refusal)
     try:
         check(path, specs, ctx.service(file_states), ctx.workspace.relative, beneath(ctx))
     except EditError as e:
-        raise ToolError(str(e)) from None
+        raise ToolError(_refusal(ctx, file_path, path, specs, e)) from None
 
 
 def run_edits(file_path: str, specs: list[EditSpec], ctx: ToolContext) -> ToolResult:
     """Edit and MultiEdit's run: apply the edits (all or nothing) and describe the result."""
     path = ctx.resolve(file_path)  # the path the decision was made on
     rel = ctx.workspace.relative(path)
+    refusal = symlink_refusal(ctx, file_path, path)
+    if refusal:
+        raise ToolError(refusal)
+    states = ctx.service(file_states)
+    before = states.get(path)
+    whole = before is not None and before.complete
     checked = _diagnostics.before(ctx, path)
     try:
-        outcome = apply_edits(path, specs, ctx.service(file_states), ctx.workspace.relative,
+        outcome = apply_edits(path, specs, states, ctx.workspace.relative,
                               line_indexes=ctx.service(line_indexes), max_bytes=ctx.settings.edit.max_file_mb << 20,
                               beneath=beneath(ctx))
     except EditError as e:
-        raise ToolError(str(e)) from None
-    result = ToolResult(describe_outcome(rel, outcome), data=outcome_data(rel, outcome))
+        raise ToolError(_refusal(ctx, file_path, path, specs, e)) from None
+    result = ToolResult(describe_outcome(ctx, file_path, outcome, specs, whole), data=outcome_data(rel, outcome))
     return _diagnostics.attach(result, ctx, _diagnostics.after(ctx, checked))
 
 

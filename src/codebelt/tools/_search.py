@@ -64,3 +64,12 @@ def missing_path_error(ctx: ToolContext, given: str, resolved: Path) -> str:
         f"Path does not exist: {given}.{hint} Paths are relative to the workspace root "
         f"{ctx.workspace.root}; omit path to search the whole workspace."
     )
+
+
+def rg_lines(errors: list[str], limit: int = 12) -> str:
+    """ripgrep's own error lines, as it printed them (`rg: …`)."""
+    lines = []
+    for e in errors[:limit]:
+        lines.append(e if e.startswith("rg:") or not lines else e)
+    text = "\n".join(lines)
+    return text if text.startswith("rg:") else "rg: " + text

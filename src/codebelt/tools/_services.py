@@ -77,8 +77,24 @@ def task_manager(ctx: ToolContext) -> TaskManager:
         max_output_bytes=bash.max_output_bytes or None,
         max_session_output_bytes=bash.max_session_output_bytes or None,
         wrapper=wrapper,
-        on_task_end=lambda task: ctx.emit("task_end", {"task": task}),
+        on_task_end=lambda task: (_end_of_output(task, ctx), ctx.emit("task_end", {"task": task})),
     )
+
+
+def _end_of_output(task, ctx: ToolContext) -> None:
+    """As Claude Code: a background task's output file ends with how the task ended."""
+    out = task.process.outcome
+    if out is None:
+        return
+    if out.stop_reason is not None or out.timed_out:
+        line = ctx.texts("Bash.output_killed")
+    else:
+        line = ctx.texts("Bash.output_end", code=out.exit_code)
+    try:
+        with open(task.output_path, "a", encoding="utf-8") as f:
+            f.write(line)
+    except OSError:
+        pass  # the output stays readable without it
 
 
 def intel_cache_dir(ctx: ToolContext) -> Path:

@@ -3,6 +3,7 @@ Code's old and current names for the background-task tools."""
 
 from __future__ import annotations
 
+import json
 import time
 
 from pydantic import BaseModel, Field
@@ -85,18 +86,24 @@ def read_task(ctx: ToolContext, task_id: str, pattern: linear_regex.LinearPatter
 
 
 def stop_task(ctx: ToolContext, task_id: str) -> ToolResult:
+    """Stop a running task. As Claude Code: the answer is a JSON object, and an id that names no
+    running task (unknown, ended, already stopped) is an error."""
     manager = ctx.service(task_manager)
     try:
-        task, was_running = manager.kill(task_id)
-    except KeyError as e:
-        raise ToolError(e.args[0]) from None
+        task = manager.get(task_id)
+    except KeyError:
+        raise ToolError(ctx.texts("TaskStop.unknown", id=task_id)) from None
+    if not task.process.running:
+        raise ToolError(ctx.texts("TaskStop.unknown", id=task_id))
+    task, was_running = manager.kill(task.id)
     task.reported = True
-    if was_running:
-        message = f"Successfully killed shell: {task.id} ({task.command})"
-    else:
-        message = f"Shell {task.id} is not running (it {task.status_text()}); nothing to kill."
+    if not was_running:  # it ended while being stopped
+        raise ToolError(ctx.texts("TaskStop.unknown", id=task_id))
+    message = ctx.texts("TaskStop.stopped", id=task.id, command=task.command)
     data = TaskStopResult(
         shellId=task.id, command=task.command, wasRunning=was_running,
         status=task.status(), message=message,
     ).model_dump()
-    return ToolResult(text=message, data=data)
+    text = json.dumps({"message": message, "task_id": task.id, "task_type": "local_bash",
+                       "command": task.command}, ensure_ascii=False, separators=(",", ":"))
+    return ToolResult(text=text, data=data)

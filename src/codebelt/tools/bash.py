@@ -20,7 +20,7 @@ from ..permissions.requests import CommandRequest
 from ..sandbox.protected import guarded, undo_creations
 from ..shell.analysis.parse import Script, parse
 from ..shell.analysis.patch_call import PatchInvocation, find_invocation
-from ..shell.execution.cwd import ShellCwd
+from ..shell.execution.cwd import OUTSIDE, ShellCwd
 from ..shell.execution.environment import secret_references
 from ..shell.execution.foreground import wait_foreground
 from ..shell.execution.runner import Outcome, ShellProcess
@@ -31,7 +31,7 @@ from ._patching import check_patch, patch_preview, patch_requests, run_patch
 from ._services import sandbox, shell_cwd, task_manager
 
 MAX_RESULT_CHARS = 30_000
-NO_OUTPUT = "(no output)"
+_LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t\r\f\v]*\n)+")
 
 DESCRIPTION = """Executes a given bash command in a persistent working directory with optional timeout, ensuring proper handling and security measures.
 
@@ -86,22 +86,19 @@ Only create commits when requested by the user. If unclear, ask first. When the 
 """
 
 
+DESCRIPTION_PARAMETER = 'Clear, concise description of what this command does in active voice. Never use words like "complex" or "risk" in the description - just describe what it does.\n\nSay what the command does in plain words: do not echo the command\'s text, its flags, or file paths - the user reads this description, often without seeing the command.\n\nFor simple commands (git, npm, standard CLI tools), keep it brief (5-10 words):\n- ls → "List files in current directory"\n- git status → "Show working tree status"\n- npm install → "Install package dependencies"\n\nFor commands that are harder to parse at a glance (piped commands, obscure flags, etc.), add enough context to clarify what it does:\n- find . -name "*.tmp" -exec rm {} \\; → "Find and delete all .tmp files recursively"\n- git reset --hard origin/main → "Discard all local changes and match remote main"\n- curl -s url | jq \'.data[]\' → "Fetch JSON from URL and extract data array elements"'
+
+
 class BashInput(ToolInput):
     command: str = Field(description="The command to execute")
     timeout: float | None = Field(
-        None, description="Optional timeout in milliseconds (max 600000)"
+        None, description="Optional timeout in milliseconds (max 600000 for a foreground command)"
     )
-    description: str | None = Field(
-        None,
-        description="Clear, concise description of what this command does in 5-10 words, in "
-        "active voice. Examples:\nInput: ls\nOutput: List files in current directory\n\n"
-        "Input: git status\nOutput: Show working tree status\n\n"
-        "Input: npm install\nOutput: Install package dependencies",
-    )
+    description: str | None = Field(None, description=DESCRIPTION_PARAMETER)
     run_in_background: bool | None = Field(
         None,
-        description="Set to true to run this command in the background. Use BashOutput to read "
-        "the output later.",
+        description="Set to true to run this command in the background. With it, `timeout` limits how long the "
+        "command may run in the background before it is stopped (default 600000 ms, max 7200000 ms).",
     )
 
     @cached_property
@@ -250,11 +247,11 @@ def _failure(out: Outcome) -> int:
     return next((code for code in out.pipe_status or () if code not in (0, 141)), 0)
 
 
-def _status_lines(out: Outcome, timeout_ms: int) -> list[str]:
+def _status_lines(out: Outcome, ctx: ToolContext) -> list[str]:
+    """What comes before the output: Claude Code's `Exit code N` (the real status: 128+N for a
+    signal), or why codebelt stopped the command."""
     lines = []
-    if out.timed_out:
-        lines.append(f"Command timed out after {timeout_ms / 1000:g}s and was killed (with its whole process group).")
-    elif out.stop_reason == "cancelled":
+    if out.stop_reason == "cancelled":
         lines.append("Command was cancelled and killed (with its whole process group).")
     elif out.stop_reason in ("killed", "session_end"):
         lines.append("Command was killed.")
@@ -265,9 +262,33 @@ def _status_lines(out: Outcome, timeout_ms: int) -> list[str]:
                      "outputs and outputs too long to show count until the session ends) exceeded the session's "
                      "limit (setting bash.maxSessionOutputBytes). Print less (filter with grep, redirect to "
                      "/dev/null), or start a new session.")
-    if out.exit_code not in (0, None) and not out.timed_out:
-        lines.append(f"Exit code {out.exit_code}")
+    elif out.timed_out:
+        lines.append("Command was stopped: it reached its time limit.")
+    if out.exit_code not in (0, None):
+        lines.insert(0, ctx.texts("Bash.exit_code", code=out.exit_code))
     return lines
+
+
+def _trim(text: str) -> str:
+    """Output as Claude Code shows it: without blank lines before it or whitespace after it."""
+    return _LEADING_BLANK_LINES.sub("", text).rstrip()
+
+
+def _preview(path: Path, limit: int = 2000) -> str:
+    """The first ~2 KB of a saved output, cut after its last whole line."""
+    with open(path, "rb") as f:
+        head = f.read(limit).decode("utf-8", "replace")
+    cut = head.rfind("\n")
+    return head[:cut] if cut > 0 else head
+
+
+def _kb(n: int) -> str:
+    return f"{n / 1024:.1f}KB" if n < 1024 * 1024 else f"{n / (1024 * 1024):.1f}MB"
+
+
+def _duration(ms: int) -> str:
+    """10m, 90s — a limit as Claude Code names it."""
+    return f"{ms // 60000}m" if ms % 60000 == 0 else f"{round(ms / 1000)}s"
 
 
 def _progress_sink(ctx: ToolContext, output: Path):
@@ -342,8 +363,6 @@ class Bash(Tool):
                 f"position {e.start}), which is not valid text. Send the command as valid Unicode; "
                 "to produce arbitrary bytes, use printf escapes such as printf '\\xff'."
             ) from None
-        if not command.strip():
-            raise ToolError("The command is empty. Pass the shell command to run in `command`.")
         if params.run_in_background and not ctx.settings.bash.background_tasks:
             raise ToolError(
                 "Background commands are not available here: this process ends when the call returns, "
@@ -354,22 +373,15 @@ class Bash(Tool):
         self._timeout_ms(params, ctx)
 
     def _timeout_ms(self, params: BashInput, ctx: ToolContext) -> int:
-        maximum = ctx.settings.bash.max_timeout_ms
-        default = min(ctx.settings.bash.default_timeout_ms, maximum)
-        if params.timeout is None:
+        """The call's timeout, as Claude Code takes it: none, zero, negative or NaN is the
+        default, more than the maximum is the maximum."""
+        background = bool(params.run_in_background)
+        maximum = ctx.settings.bash.max_background_timeout_ms if background else ctx.settings.bash.max_timeout_ms
+        default = ctx.settings.bash.background_timeout_ms if background else ctx.settings.bash.default_timeout_ms
+        default = min(default, maximum)
+        if params.timeout is None or params.timeout != params.timeout or params.timeout <= 0:
             return default
-        if params.timeout != params.timeout or params.timeout <= 0:  # NaN, 0, negative
-            raise ToolError(
-                f"timeout must be a positive number of milliseconds (at most {maximum}); "
-                f"omit it for the default of {default} ms."
-            )
-        if params.timeout > maximum:
-            raise ToolError(
-                f"timeout {params.timeout:g} ms is above the maximum of {maximum} ms "
-                f"({maximum // 60000} minutes). Use a timeout of at most {maximum}, or "
-                "run_in_background: true for longer jobs."
-            )
-        return int(params.timeout)
+        return int(min(params.timeout, maximum))
 
     def permission_requests(self, params: BashInput, ctx: ToolContext) -> list:
         cwd, _ = ctx.service(shell_cwd).current(consume=False)
@@ -393,26 +405,33 @@ class Bash(Tool):
 
         jail = _jail(ctx)
         env_before = _guarded_before(ctx)
-        budget_ms = ctx.settings.bash.auto_background_ms if ctx.settings.bash.auto_background else None
+        # As Claude Code: at its timeout a foreground command moves to the background, where it
+        # may run for bash.backgroundTimeoutMs more (then it is stopped); autoBackground moves
+        # it there sooner.
+        budget_ms = timeout_ms
+        if ctx.settings.bash.auto_background:
+            budget_ms = min(budget_ms, ctx.settings.bash.auto_background_ms)
+        limit_ms = ctx.settings.bash.background_timeout_ms
+        total_s = (timeout_ms + limit_ms) / 1000 if limit_ms else None
         oom_before = _oom_kills(ctx)
         # Nothing between spawn and wait_foreground may raise: the caller's thread watches.
         try:
             # Recording the final directory costs bash a fork (it cannot exec the last command
             # under an EXIT trap); skip it when the command cannot change the directory.
-            proc = manager.spawn(params.command, cwd, timeout_ms / 1000,
+            proc = manager.spawn(params.command, cwd, total_s,
                                  record_cwd=params.script.may_change_cwd, watch=False, wrap=jail,
                                  record_status=_has_pipeline(params.script))
         except ShellError as e:
             raise ToolError(f"The command could not be started: {e}") from None
         finished = wait_foreground(
             proc,
-            budget_s=budget_ms / 1000 if budget_ms else None,
+            budget_s=budget_ms / 1000,
             cancel_event=ctx.cancel_event,
             on_progress=_progress_sink(ctx, proc.spool_path),
         )
         if not finished:
             _undo_at_exit(ctx, proc, env_before)
-            return self._moved_to_background(params, ctx, manager, proc, budget_ms or 0)
+            return self._moved_to_background(params, ctx, manager, proc, budget_ms)
         return self._finished(params, ctx, proc, timeout_ms, cwd_service, cwd_note, oom_before, jailed=jail is not None,
                               env_before=env_before)
 
@@ -422,7 +441,11 @@ class Bash(Tool):
         out = proc.outcome
         assert out is not None
         before, _ = cwd_service.current(consume=False)
-        notes = [n for n in (cwd_note, cwd_service.learn(out.final_cwd)) if n]
+        notes = [n for n in (cwd_note,) if n]
+        # As Claude Code: a `cd` carries over only when the command succeeded; one that ends
+        # outside the workspace sends the shell back to the workspace root
+        if out.exit_code == 0 and out.stop_reason is None and cwd_service.learn(out.final_cwd) == OUTSIDE:
+            notes.append(ctx.texts("Bash.cwd_reset", root=ctx.workspace.root))
         undone = _undo_note(ctx, env_before)
         if undone:
             notes.append(undone)
@@ -435,8 +458,11 @@ class Bash(Tool):
             rendered = Rendered("", False, out.output_bytes)
         if rendered.truncated:
             output_path: str | None = str(proc.spool_path)
+            shown = ctx.texts("Bash.persisted", size=_kb(out.output_bytes), path=output_path,
+                              preview=_preview(proc.spool_path))
         else:
             output_path = None
+            shown = _trim(rendered.text)
             ctx.service(task_manager).release_spool(proc)
         sandbox_note = None
         failed = _failure(out)
@@ -447,10 +473,11 @@ class Bash(Tool):
             if sandbox_note:
                 notes.append(sandbox_note)
         notes += filter(None, [_secret_note(params.command, ctx)])
-        parts = [rendered.text] if rendered.text else []
-        parts += _status_lines(out, timeout_ms)
+        unsuccessful = out.exit_code not in (0, None) or out.stop_reason is not None
+        parts = _status_lines(out, ctx)
+        parts += [shown] if shown else []
         parts += notes
-        text = "\n".join(parts) if parts else NO_OUTPUT
+        text = "\n".join(parts)
         cwd_now, _ = cwd_service.current()
         data = BashOutputData(
             stdout=rendered.text,
@@ -467,13 +494,12 @@ class Bash(Tool):
         data = {k: v for k, v in data.items() if v is not None or k == "exitCode"}
         if rendered.truncated:
             data["isIncomplete"] = True
-        # A command that failed is still a result the model reads, not a tool error — except
-        # when codebelt itself stopped it (timeout, cancel): then the call did not complete.
-        return ToolResult(text=text, data=data, is_error=out.timed_out or out.stop_reason == "cancelled")
+        # As Claude Code: a command that did not succeed is an error result, its exit code first
+        return ToolResult(text=text, data=data, is_error=unsuccessful)
 
     def _start_background(self, params: BashInput, ctx: ToolContext, manager: TaskManager,
                           cwd: Path, cwd_note: str | None) -> ToolResult:
-        timeout_ms = params.timeout if params.timeout is not None else ctx.settings.bash.background_timeout_ms
+        timeout_ms = self._timeout_ms(params, ctx)
         before = _guarded_before(ctx)
         try:
             proc = manager.spawn(params.command, cwd, (timeout_ms / 1000) if timeout_ms else None, record_cwd=False,
@@ -482,11 +508,7 @@ class Bash(Tool):
             raise ToolError(f"The command could not be started: {e}") from None
         _undo_at_exit(ctx, proc, before)
         task = manager.adopt(proc, params.command, params.description, "requested")
-        text = (
-            f"Command running in background with ID: {task.id}. Output is being written to "
-            f"{task.output_path}. Use BashOutput with bash_id \"{task.id}\" to read new output "
-            f"and KillShell with shell_id \"{task.id}\" to stop it."
-        )
+        text = ctx.texts("Bash.background", id=task.id, output=task.output_path)
         if cwd_note:
             text += "\n" + cwd_note
         return ToolResult(text=text, data=self._task_data(task))
@@ -495,14 +517,13 @@ class Bash(Tool):
                              proc: ShellProcess, budget_ms: int) -> ToolResult:
         task = manager.adopt(proc, params.command, params.description, "auto")
         _, so_far, truncated = manager.read(task.id, None, MAX_RESULT_CHARS - 4_000)
-        text = (
-            f"Command is still running after {budget_ms / 1000:g}s, so it was moved to the "
-            f"background with ID: {task.id} (its timeout still applies). Use BashOutput with "
-            f"bash_id \"{task.id}\" to read new output and KillShell with shell_id \"{task.id}\" "
-            "to stop it."
-        )
+        so_far = _trim(so_far)
+        limit_ms = ctx.settings.bash.background_timeout_ms
+        text = ctx.texts("Bash.moved", seconds=round(budget_ms / 1000), id=task.id, output=task.output_path,
+                         limit=_duration(limit_ms) if limit_ms else "no time limit",
+                         silent="" if so_far else ctx.texts("Bash.moved_silent"))
         if so_far:
-            text += f"\n\nOutput so far:\n{so_far.rstrip()}"
+            text = so_far + "\n" + text
         data = self._task_data(task)
         data["stdout"] = so_far
         data["truncated"] = bool(truncated)

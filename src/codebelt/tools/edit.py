@@ -41,10 +41,7 @@ class Edit(Tool):
 
     def validate(self, params: EditInput, ctx: ToolContext) -> None:
         if params.old_string == params.new_string:
-            raise ToolError(
-                "No changes to make: old_string and new_string are exactly the same. "
-                "Give the text as it should be in new_string."
-            )
+            raise ToolError(ctx.texts("Edit.no_change"))
 
     def precheck(self, params, ctx: ToolContext) -> None:
         check_edits(params.file_path, [EditSpec(params.old_string, params.new_string, params.replace_all)], ctx)

@@ -12,16 +12,16 @@ from ..permissions.requests import PathRequest
 from ..search.collect import display
 from ..search.glob import GLOB_META, glob_files, split_absolute
 from ..search.grep import rg_message
+from ._search import rg_lines
 from ..search.ignored import Gate
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
 from . import _search as common
 from ._opening import pinned_dir
 
-TRUNCATED = "(Results are truncated. Consider using a more specific path or pattern.)"
 
 DESCRIPTION = """- Fast file pattern matching tool that works with any codebase size
 - Supports glob patterns like "**/*.js" or "src/**/*.ts"
-- Returns matching file paths sorted by modification time (newest first), at most 100
+- Returns matching file paths sorted by modification time (oldest first), at most 100
 - Leaves out files that .gitignore / .ignore rules ignore, whatever the pattern (pass include_ignored: true to list them too, e.g. build output); includes hidden files; never lists VCS directories (.git etc.)
 - Use this tool when you need to find files by name patterns
 - You can call multiple tools in a single response. It is always better to speculatively perform multiple searches in parallel if they are potentially useful.
@@ -32,7 +32,7 @@ class GlobInput(ToolInput):
     pattern: str = Field(description="The glob pattern to match files against")
     path: str | None = Field(
         None,
-        description='The directory to search in. If not specified, the workspace root will be '
+        description='The directory to search in. If not specified, the current working directory will be '
         'used. IMPORTANT: Omit this field to use the default directory. DO NOT enter "undefined" '
         'or "null" - simply omit it for the default behavior. Must be a valid directory path if '
         'provided.',
@@ -84,7 +84,7 @@ class Glob(Tool):
 
     def _plan(self, params: GlobInput, ctx: ToolContext) -> tuple[Path, str]:
         """(directory rg runs in, pattern relative to it)."""
-        base, pattern = split_absolute(params.pattern)
+        base, pattern = split_absolute(params.pattern.strip() or "**/*")  # as Claude Code: "" lists everything
         if base is not None:
             return ctx.resolve(base), pattern
         directory = ctx.resolve(params.path) if params.path else ctx.workspace.root
@@ -96,20 +96,13 @@ class Glob(Tool):
         return directory, pattern
 
     def validate(self, params: GlobInput, ctx: ToolContext) -> None:
-        if not params.pattern.strip():
-            raise ToolError(
-                'pattern is empty. Give a glob such as "**/*.py" or "src/**/*.ts".'
-            )
         if "\x00" in params.pattern:
             raise ToolError("pattern contains a NUL byte.")
         directory, _ = self._plan(params, ctx)
         if not directory.exists():
-            raise ToolError(common.missing_path_error(ctx, params.path or str(directory), directory))
+            raise ToolError(ctx.texts("Glob.no_directory", path=directory, cwd=ctx.workspace.root))
         if not directory.is_dir():
-            raise ToolError(
-                f"Path is not a directory: {params.path or directory}. Glob searches a "
-                "directory; to check one file use Read, or pass its parent directory as path."
-            )
+            raise ToolError(ctx.texts("Glob.not_directory", path=params.path or directory))
 
     def permission_requests(self, params: GlobInput, ctx: ToolContext) -> list[PathRequest]:
         directory, _ = self._plan(params, ctx)
@@ -142,6 +135,7 @@ class Glob(Tool):
             rg=rg,
             timeout=timeout,
             cancel_event=ctx.cancel_event,
+            oldest_first=True,  # Claude Code's order
         )
         ctx.check_cancelled()
         where = display(ctx.workspace.relative(directory))
@@ -152,24 +146,18 @@ class Glob(Tool):
             )
             raise ToolError(msg, timedOut=True)
         if outcome.errors and not outcome.total:
-            msg = rg_message(outcome.errors)
-            if any("glob" in e for e in outcome.errors):
-                raise ToolError(
-                    f"Invalid glob pattern {params.pattern!r}: {msg}\n"
-                    'Fix the pattern (e.g. "**/*.py", "src/**/*.{ts,tsx}"; escape a literal '
-                    "[ or { as [[] or [{])."
-                )
-            raise ToolError(f"ripgrep failed listing {where} (exit code {outcome.returncode}):\n{msg}")
+            raise ToolError(ctx.texts("Glob.rg_failed", message=rg_lines(outcome.errors)))
         prefix = common.display_prefix(ctx, directory)
         filenames = [prefix + display(f) for f in outcome.files]
         truncated = outcome.total > len(filenames)
-        text = "\n".join(filenames) if filenames else "No files found"
+        text = "\n".join(filenames) if filenames else ctx.texts("Glob.none")
         if outcome.errors:  # exit code 2 with results: unreadable directories and the like
             text += "\n\nWarning: ripgrep reported errors, so results may be incomplete:\n" + (
                 rg_message(outcome.errors, limit=5)
             )
         if truncated:
-            text += "\n" + TRUNCATED
+            text += "\n" + ctx.texts("Glob.truncated", shown=len(filenames), total=outcome.total,
+                                     rest=outcome.total - len(filenames))
         left_out = None
         if gate is not None and not filenames and not outcome.timed_out:  # not a bare "No files found"
             count, more = gate.left_out(pattern, hidden=hidden, extra_excludes=excludes, rg=rg,

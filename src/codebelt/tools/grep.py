@@ -1,4 +1,4 @@
-"""Grep: content search on ripgrep, with Claude Code's input schema (plus fixed_strings)."""
+"""Grep: content search on ripgrep, with Claude Code's input schema and texts (plus fixed_strings)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from ..humanize import duration
 from ..permissions.requests import PathRequest
 from ..search.collect import Line, display
 from ..search.ignored import Gate
-from ..search.grep import GrepOutcome, GrepQuery, grep, is_regex_error, rg_message
+from ..search.grep import GrepOutcome, GrepQuery, grep, rg_message
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
 from . import _search as common
 from ._opening import pinned_dir
+from ._search import rg_lines
 from .glob import ignored_note
 
 MAX_RESULT_CHARS = 20_000
@@ -40,7 +41,7 @@ class GrepInput(ToolInput):
     )
     path: str | None = Field(
         None,
-        description="File or directory to search in (rg PATH). Defaults to the workspace root.",
+        description="File or directory to search in (rg PATH). Defaults to current working directory.",
     )
     glob: str | None = Field(
         None,
@@ -54,18 +55,18 @@ class GrepInput(ToolInput):
         '"files_with_matches".',
     )
     before: int | None = Field(
-        None, alias="-B", ge=0,
+        None, alias="-B", json_schema_extra={"type": "number"},
         description='Number of lines to show before each match (rg -B). Requires output_mode: "content", ignored otherwise.',
     )
     after: int | None = Field(
-        None, alias="-A", ge=0,
+        None, alias="-A", json_schema_extra={"type": "number"},
         description='Number of lines to show after each match (rg -A). Requires output_mode: "content", ignored otherwise.',
     )
     context_c: int | None = Field(
-        None, alias="-C", ge=0, description="Alias for context."
+        None, alias="-C", description="Alias for context.", json_schema_extra={"type": "number"},
     )
     context: int | None = Field(
-        None, ge=0,
+        None, json_schema_extra={"type": "number"},
         description='Number of lines to show before and after each match (rg -C). Requires output_mode: "content", ignored otherwise.',
     )
     line_numbers: bool | None = Field(
@@ -75,17 +76,22 @@ class GrepInput(ToolInput):
     case_insensitive: bool | None = Field(
         None, alias="-i", description="Case insensitive search (rg -i)"
     )
+    only_matching: bool | None = Field(
+        None, alias="-o",
+        description='Print only the matched (non-empty) parts of each matching line, one match per output line '
+        '(rg -o / --only-matching). Requires output_mode: "content", ignored otherwise. Defaults to false.',
+    )
     type: str | None = Field(
         None,
-        description="File type to search (rg --type). Common types: js, py, rust, go, java, etc. More efficient than glob for standard file types.",
+        description="File type to search (rg --type). Common types: js, py, rust, go, java, etc. More efficient than include for standard file types.",
     )
     head_limit: int | None = Field(
-        None, ge=0,
-        description='Limit output to the first N lines/entries, equivalent to "| head -N". Works across all output modes: content (limits output lines), files_with_matches (limits file paths), count (limits count entries). Defaults to 250; pass 0 for unlimited (the result is still capped at 20,000 characters).',
+        None, json_schema_extra={"type": "number"},
+        description='Limit output to first N lines/entries, equivalent to "| head -N". Works across all output modes: content (limits output lines), files_with_matches (limits file paths), count (limits count entries). Defaults to 250 when unspecified. Pass 0 for unlimited (use sparingly — large result sets waste context).',
     )
     offset: int | None = Field(
-        None, ge=0,
-        description='Skip the first N lines/entries before applying head_limit, equivalent to "| tail -n +N | head -N". Works across all output modes. Defaults to 0.',
+        None, json_schema_extra={"type": "number"},
+        description='Skip first N lines/entries before applying head_limit, equivalent to "| tail -n +N | head -N". Works across all output modes. Defaults to 0.',
     )
     multiline: bool | None = Field(
         None,
@@ -134,16 +140,11 @@ class Grep(Tool):
         return ctx.resolve(params.path) if params.path else ctx.workspace.root
 
     def validate(self, params: GrepInput, ctx: ToolContext) -> None:
-        if not params.pattern:
-            raise ToolError(
-                "pattern is empty. Give a regular expression (or literal text with "
-                "fixed_strings: true) to search for; to list files by name use Glob."
-            )
         if "\x00" in params.pattern:
             raise ToolError("pattern contains a NUL byte; ripgrep cannot search for it.")
         target = self._target(params, ctx)
         if not target.exists():
-            raise ToolError(common.missing_path_error(ctx, params.path or ".", target))
+            raise ToolError(ctx.texts("Grep.no_path", path=target, cwd=ctx.workspace.root))
         if not (target.is_dir() or target.is_file()):
             # a FIFO or device would block rg (or stream forever) until the timeout
             raise ToolError(
@@ -160,9 +161,9 @@ class Grep(Tool):
         target = self._target(params, ctx)
         mode = params.output_mode or "files_with_matches"
         limit = params.head_limit
-        if limit is None:
+        if limit is None or limit < 0:
             limit = ctx.settings.grep.head_limit
-        offset = params.offset or 0
+        offset = max(params.offset or 0, 0)
         max_chars = ctx.settings.grep.max_result_chars
         q = GrepQuery(
             pattern=params.pattern,
@@ -175,6 +176,7 @@ class Grep(Tool):
             ignore_case=bool(params.case_insensitive),
             multiline=bool(params.multiline),
             fixed_strings=bool(params.fixed_strings),
+            only_matching=bool(params.only_matching),
             offset=offset,
             limit=None if limit == 0 else limit,
             max_chars=max_chars,
@@ -210,16 +212,19 @@ class Grep(Tool):
             if gate.ignored and not (outcome.files or outcome.counts or outcome.lines):
                 outcome.notes.append(ignored_note(gate.ignored, False, "file").strip("()"))
         return _Formatter(q, outcome, common.display_prefix(ctx, cwd), params, started,
-                          ctx.workspace.relative(target)).result()
+                          ctx.workspace.relative(target), ctx, single_file=not target.is_dir()).result()
 
 
 class _Formatter:
-    """Shapes a GrepOutcome into the text the model reads and the structured data."""
+    """Shapes a GrepOutcome into the text the model reads (Claude Code's, with the true total and
+    where to continue when more remain) and the structured data."""
 
     def __init__(self, q: GrepQuery, o: GrepOutcome, prefix: str, params: GrepInput,
-                 started: float, where: str):
+                 started: float, where: str, ctx: ToolContext, single_file: bool = False):
         self.q, self.o, self.prefix, self.params, self.started = q, o, prefix, params, started
         self.where = display(where)
+        self.texts = ctx.texts
+        self.single_file = single_file
 
     def p(self, rel: str) -> str:
         return self.prefix + display(rel)
@@ -232,18 +237,18 @@ class _Formatter:
         if o.errors:
             shown_any = bool(o.files or o.counts or o.lines or o.total)
             if not shown_any:
-                raise ToolError(self._rg_error())
+                raise ToolError(self.texts("Grep.rg_failed", message=rg_lines(o.errors)))
             warnings.append(
                 "ripgrep reported errors, so results may be incomplete:\n" + rg_message(o.errors)
             )
         if o.notes:
             warnings += o.notes[:5]
         if q.mode == "files_with_matches":
-            return self._page([self.p(f) for f in o.files], "No files found", warnings)
+            return self._page([self.p(f) for f in o.files], self.texts("Grep.no_files"), warnings)
         if q.mode == "count":
             lines = [f"{self.p(f)}:{n}" for f, n in o.counts]
-            return self._page(lines, "No matches found", warnings)
-        return self._page(self._content_lines(o.lines), "No matches found", warnings)
+            return self._page(lines, self.texts("Grep.no_matches"), warnings)
+        return self._page(self._content_lines(o.lines), self.texts("Grep.no_matches"), warnings)
 
     def _content_lines(self, lines: list[Line]) -> list[str]:
         show_numbers = self.params.line_numbers is not False
@@ -257,9 +262,22 @@ class _Formatter:
                 out.append("--")
             prev = ln.path
             mark = ":" if ln.is_match else "-"
-            num = f"{ln.number}{mark}" if show_numbers else ""
-            out.append(f"{self.p(ln.path)}{mark}{num}{ln.text}")
+            num = f"{ln.number}" if show_numbers else ""
+            # as ripgrep prints one file: no file name; a line's CR is not part of its text
+            name = "" if self.single_file else self.p(ln.path) + (mark if show_numbers else "")
+            sep = mark if (show_numbers or not self.single_file) else ""
+            if not show_numbers and not self.single_file:
+                name, sep = self.p(ln.path), mark
+            out.append(f"{name}{num}{sep}{ln.text.removesuffix(chr(13))}")
         return out
+
+    def _paging(self, shown: int, truncated: bool) -> str:
+        parts = []
+        if truncated and self.q.limit is not None:
+            parts.append(f"limit: {self.q.limit}")
+        if self.q.offset:
+            parts.append(f"offset: {self.q.offset}")
+        return ", ".join(parts)
 
     def _page(self, lines: list[str], empty: str, warnings: list[str]) -> ToolResult:
         o, q = self.o, self.q
@@ -269,12 +287,15 @@ class _Formatter:
         n_entries = sum(1 for s in lines if not (is_content and s == "--"))
         if n_entries == 0:
             if o.total > 0 and offset >= o.total:
-                text = (
-                    f"No entries at this offset: offset {offset} is past the end of the "
-                    f"{o.total} result entries. Use a smaller offset (0 for the first page)."
-                )
+                text = self.texts("Grep.past_end", paging=f"offset: {offset}")
+            elif is_content and o.notes and not o.errors:
+                text = "\n".join(n.split(": ", 1)[1] if self.single_file and ": " in n else n for n in o.notes[:5])
+                warnings = []
             else:
                 text = empty
+                if q.mode == "count":
+                    text += "\n\n" + self.texts("Grep.counts", total=0, occurrences="occurrences", files=0,
+                                                 file_word="files", paging="")
             if o.hidden:
                 text += f"\n\n({o.hidden} file{'s' if o.hidden != 1 else ''} hidden by Read deny rules.)"
             for w in warnings:
@@ -299,34 +320,29 @@ class _Formatter:
         more = cut or o.total_is_lower_bound or end < o.total
         next_offset = end if more else None
         text = "\n".join(kept)
-        head = ""
+        paging = self._paging(shown, more)
         if q.mode == "files_with_matches":
-            total = f"more than {end}" if o.total_is_lower_bound else str(o.total)
-            head = f"Found {total} file{'s' if o.total != 1 else ''}\n"
+            head = self.texts("Grep.files", count=shown, files="file" if shown == 1 else "files",
+                              paging=" " + paging if paging else "")
+            full = head + "\n" + text
+        elif q.mode == "count":
+            full = text + "\n\n" + self.texts(
+                "Grep.counts", total=o.total_matches, occurrences="occurrence" if o.total_matches == 1 else "occurrences",
+                files=o.total, file_word="file" if o.total == 1 else "files",
+                paging=f" with pagination = {paging}" if paging else "")
+        else:
+            full = text + ("\n\n" + self.texts("Grep.paging", paging=paging) if paging else "")
         notes: list[str] = []
-        if q.mode == "count":
-            notes.append(
-                f"Found {o.total_matches} matching line{'s' if o.total_matches != 1 else ''} "
-                f"across {o.total} file{'s' if o.total != 1 else ''}."
-            )
         if more:
-            unit = {"content": "lines", "count": "files", "files_with_matches": "files"}[q.mode]
             total = f"more than {end}" if o.total_is_lower_bound else str(o.total)
-            why = " (output capped at {:,} characters)".format(q.max_chars) if cut else ""
-            notes.append(
-                f"[Showing {unit} {offset + 1}-{end} of {total}{why}. More results: call "
-                f"Grep again with offset={end}, or narrow the search with path, glob or type.]"
-            )
-        elif offset:
-            unit = "lines" if is_content else "files"
-            notes.append(f"[Showing {unit} {offset + 1}-{end} of {o.total}.]")
+            notes.append(self.texts("Grep.more", total=total, next=end))
         if o.hidden:
             notes.append(
                 f"({o.hidden} file{'s' if o.hidden != 1 else ''} hidden by Read deny rules.)"
             )
         for w in warnings:
             notes.append(f"Warning: {w}")
-        full = head + text + ("\n\n" + "\n".join(notes) if notes else "")
+        full += ("\n" if q.mode != "files_with_matches" and not paging else "\n") + "\n".join(notes) if notes else ""
         return self._result(full, kept, shown, next_offset, cut, warnings, content_text=text)
 
     def _result(self, text: str, kept: list[str], shown: int, next_offset: int | None,
@@ -358,30 +374,6 @@ class _Formatter:
             warnings=warnings,
         )
         return ToolResult(text=text, data=data.model_dump())
-
-    def _rg_error(self) -> str:
-        o = self.o
-        msg = rg_message(o.errors)
-        if is_regex_error(o.errors):
-            return (
-                f"Invalid regular expression {self.q.pattern!r}:\n{msg}\n"
-                "If you meant to search for this text literally, call Grep again with "
-                "fixed_strings: true (or escape regex characters such as ( ) [ ] { } . * + ? | \\ "
-                "with a backslash)."
-            )
-        if any("not allowed in a regex" in e for e in o.errors):
-            return (
-                f"{msg}\nThe pattern contains a line break: call Grep again with multiline: "
-                "true to match across lines."
-            )
-        if any("unrecognized file type" in e for e in o.errors):
-            return (
-                f"{msg}\nUse a ripgrep type name such as py, js, ts, rust, go, java, c, cpp, "
-                "md, json, yaml, or filter by file name with glob instead."
-            )
-        if any("glob" in e for e in o.errors):
-            return f"Invalid glob {self.q.glob!r}: {msg}\nFix the glob pattern (e.g. \"*.py\", \"**/*.{{ts,tsx}}\")."
-        return f"ripgrep failed (exit code {o.returncode}):\n{msg}"
 
     def _timeout(self) -> ToolResult:
         o = self.o

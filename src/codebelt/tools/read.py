@@ -4,24 +4,29 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+import base64
+import re
 
 from pydantic import BaseModel, Field
 
 from ..files.beneath import NotRegularFile, Opened, SymlinkInPath
 from ..files.codec import SNIFF_BYTES, BinaryFile, sniff
-from ..files.lines import PIECE_BYTES, read_page, read_page_text
-from ..files.lookup import did_you_mean
+from ..files.lines import PIECE_BYTES, format_row, read_page, read_page_text
 from ..permissions.requests import PathRequest
 from ..sandbox.jail import SYSTEM_DIRS
-from ..tool import Image, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from ..tool import Document, Image, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from ._opening import beneath, swapped
 from ._services import file_states, line_indexes
+from ._texts import not_found
 
-DEFAULT_LIMIT = 2000
+DEFAULT_LIMIT = 1_000_000  # as Claude Code: no line limit of its own, the token budget bounds a page
 CHARS_PER_TOKEN = 4
 MAX_UTF16_BYTES = 256 * 1024 * 1024  # UTF-16 files are decoded whole; beyond this, refuse
 FULL_INDEX_BYTES = 64 * 1024 * 1024  # below this the whole file is indexed, so totals are known
-EMPTY = "System reminder: File exists but has empty contents"
+MAX_PDF_DOCUMENT_BYTES = 20 * 1024 * 1024  # a PDF sent whole as a document block
+_PAGES = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+MAX_SAFE_INTEGER = 2**53 - 1  # JavaScript's, which bounds Claude Code's integer parameters
+LARGE_TOKENS = 100_000  # allow_large: the budget of one page
 
 DESCRIPTION = """Reads a file from the local filesystem. You can access any file directly by using this tool.
 Assume this tool is able to read all files in the workspace. If the User provides a path to a file assume that path is valid. It is okay to read a file that does not exist; an error will be returned.
@@ -47,15 +52,23 @@ class ReadInput(ToolInput):
     offset: int | None = Field(
         None,
         description="The line number to start reading from. Only provide if the file is too large to read at once",
+        json_schema_extra={"minimum": 0, "maximum": MAX_SAFE_INTEGER},
     )
     limit: int | None = Field(
         None,
         description="The number of lines to read. Only provide if the file is too large to read at once.",
+        json_schema_extra={"exclusiveMinimum": 0, "maximum": MAX_SAFE_INTEGER},
     )
     pages: str | None = Field(
         None,
         description='Page range for PDF files (e.g., "1-5", "3", "10-20"). Only applicable to PDF '
         "files. Maximum 20 pages per request.",
+    )
+    allow_large: bool | None = Field(
+        None,
+        description="Set to true to read a text file, or a line range of one, that is over the usual size "
+        "limits, up to what still fits in your context. Only use this when you genuinely need all of it or the "
+        "user asked for the whole file; otherwise read it in parts with offset and limit, or search it.",
     )
 
 
@@ -77,10 +90,6 @@ class Read(Tool):
     search_hint = "read a file, image, PDF or notebook"
 
     def validate(self, params: ReadInput, ctx: ToolContext) -> None:
-        if params.offset is not None and params.offset < 0:
-            raise ToolError(f"offset must be a line number (1 or more), got {params.offset}.")
-        if params.limit is not None and params.limit < 1:
-            raise ToolError(f"limit must be at least 1, got {params.limit}.")
         path = ctx.resolve(params.file_path)
         if (not ctx.workspace.is_inside(path) and _existence_is_public(path) and not os.path.lexists(path)
                 and ctx.permissions.decide_path(PathRequest("read", path), self.name).behavior == "ask"):
@@ -97,15 +106,9 @@ class Read(Tool):
         try:
             opened = beneath(ctx).open_regular(path)
         except FileNotFoundError:
-            raise ToolError(
-                f"File does not exist: {show(path)}.{did_you_mean(path, show, beneath(ctx))} "
-                "Check the path, or use Glob to find the file."
-            ) from None
+            raise ToolError(not_found(ctx, path)) from None
         except IsADirectoryError:
-            raise ToolError(
-                f"{show(path)} is a directory, not a file. To see what it contains, use Glob "
-                f'(e.g. pattern "{show(path).rstrip("/")}/*") or Bash `ls`.'
-            ) from None
+            raise ToolError(ctx.texts("Read.directory", path=str(path))) from None
         except NotRegularFile:
             raise ToolError(f"{show(path)} is not a regular file (device, FIFO or socket); it cannot be read.") from None
         except SymlinkInPath as e:
@@ -114,15 +117,13 @@ class Read(Tool):
             raise ToolError(f"Cannot read {show(path)}: {e.strerror}.") from None
         with opened:
             suffix = path.suffix.lower()
-            if params.pages is not None and suffix != ".pdf":
-                raise ToolError("pages applies only to PDF files; for text files use offset and limit.")
 
             from ..files.media import IMAGE_MIME
 
             if suffix in IMAGE_MIME:
-                return self._image(opened, IMAGE_MIME[suffix], ctx)
+                return self._image(opened, IMAGE_MIME[suffix], params.file_path, ctx)
             if suffix == ".pdf":
-                return self._pdf(opened, params.pages, ctx)
+                return self._pdf(opened, params.pages, params.file_path, ctx)
             if suffix == ".ipynb":
                 return self._notebook(opened, ctx)
             return self._text(opened, params, ctx)
@@ -133,21 +134,19 @@ class Read(Tool):
         show = ctx.workspace.relative
         rel = show(path)
         states = ctx.service(file_states)
-        offset = max(params.offset or 1, 1)
-        limit = params.limit or DEFAULT_LIMIT
-        max_chars = ctx.settings.read.max_tokens * CHARS_PER_TOKEN
+        # As Claude Code: an offset or limit out of range is as if not given (offset 0 is line 1)
+        offset = params.offset if params.offset is not None and params.offset > 0 else 1
+        limit = params.limit if params.limit is not None and params.limit > 0 else DEFAULT_LIMIT
+        tokens = LARGE_TOKENS if params.allow_large else ctx.settings.read.max_tokens
+        max_chars = tokens * CHARS_PER_TOKEN
         head = opened.pread(SNIFF_BYTES, 0)
         if not head:
             states.record_read(path, st, complete=True, sha256=None)
-            return ToolResult(EMPTY, data=_data(rel, "", 0, 1, 0, False, None, None))
+            return ToolResult(ctx.texts("Read.empty"), data=_data(rel, "", 0, 1, 0, False, None, None))
         try:
             fmt = sniff(head, at_eof=len(head) >= st.st_size)
-        except BinaryFile as b:
-            raise ToolError(
-                f"{rel} is a binary file ({b.kind}, {_size(st.st_size)}); Read shows text, images "
-                "(.png .jpg .jpeg .gif .webp), PDFs and notebooks. To inspect it, use Bash "
-                "(e.g. `file`, `xxd | head`)."
-            ) from None
+        except BinaryFile:
+            raise ToolError(ctx.texts("Read.binary", ext=f" {path.suffix}" if path.suffix else "")) from None
         if fmt.ascii_compatible:
             index = ctx.service(line_indexes).get(path, st)
             with opened.reader(PIECE_BYTES) as f:
@@ -167,14 +166,20 @@ class Read(Tool):
         states.record_read(path, st, complete=complete, fmt=fmt, fd=opened.fd)
         total = page.total_lines
         notes = [f"[Note: {rel} is {fmt.note}.]"] if fmt.note else []
+        # Claude Code numbers lines as the parts between line breaks: a final line break is
+        # followed by an empty last line, shown when the page reaches the end
+        final_break = page.next_offset is None and total is not None and _ends_with_break(opened, st, fmt)
+        shown_total = total + 1 if final_break and total is not None else total
         if page.rows == 0:
-            text = (
-                f"<system-reminder>Warning: the file exists but is shorter than the provided offset "
-                f"({offset}). The file has {total} lines.</system-reminder>"
-            )
+            if final_break and offset == (total or 0) + 1:
+                return ToolResult(format_row(str(offset), ""),
+                                  data=_data(rel, fmt, 1, offset, shown_total, False, None, None))
+            text = ctx.texts("Read.short", offset=offset, lines=shown_total)
             return ToolResult(text, data=_data(rel, fmt, 0, offset, total, False, None, None))
         text = page.text
-        if page.next_offset is not None:
+        if final_break and page.end_line - page.start_line + 1 < limit:
+            text += "\n" + format_row(str(page.end_line + 1), "")
+        if page.next_offset is not None and page.stopped_by != "limit":  # the caller's limit: it knows
             of_total = f" of {total}" if total is not None else ""
             why = (
                 f"the page reached the ~{max_chars // CHARS_PER_TOKEN:,}-token read budget"
@@ -202,14 +207,16 @@ class Read(Tool):
         )
 
     # -- media -------------------------------------------------------------------------------
-    def _image(self, opened: Opened, mime: str, ctx: ToolContext) -> ToolResult:
-        from ..files.media import (
-            MediaError,
-            load_image,
-        )
+    def _image(self, opened: Opened, mime: str, given: str, ctx: ToolContext) -> ToolResult:
+        from ..files.media import MediaError, load_image, sniff_image
 
         path, st = opened.path, opened.st
         rel = ctx.workspace.relative(path)
+        if st.st_size == 0:
+            raise ToolError(ctx.texts("Read.image_empty", path=given))
+        head = opened.pread(16, 0)
+        if sniff_image(head) is None:
+            raise ToolError(ctx.texts("Read.image_invalid", path=given, hex=" ".join(f"{b:02x}" for b in head[:8])))
         try:
             img = load_image(
                 opened,
@@ -220,10 +227,11 @@ class Read(Tool):
         except MediaError as e:
             raise ToolError(f"Cannot show {rel}: {e}.") from None
         ctx.service(file_states).record_read(path, st, complete=True, fd=opened.fd)
-        size = f"{img.original_width}x{img.original_height}"
+        text = ""  # as Claude Code: the image alone, and a note when it was scaled down
         if img.downscaled:
-            size += f", downscaled to {img.width}x{img.height}"
-        text = f"Image {rel} ({img.mime_type}, {size}, {_size(img.byte_size)})"
+            text = ctx.texts("Read.image_scaled", width=img.original_width, height=img.original_height,
+                             shown_width=img.width, shown_height=img.height,
+                             factor=f"{img.original_width / img.width:.2f}")
         data = {
             "type": "image",
             "file": {
@@ -234,54 +242,82 @@ class Read(Tool):
         }
         return ToolResult(text, data=data, images=[Image(img.data, img.mime_type)])
 
-    def _pdf(self, opened: Opened, pages: str | None, ctx: ToolContext) -> ToolResult:
+    def _pdf(self, opened: Opened, pages: str | None, given: str, ctx: ToolContext) -> ToolResult:
         from ..files.media import MAX_PDF_PAGES_PER_CALL, MediaError
         from ..files.pdf import read_pdf
 
         path, st = opened.path, opened.st
         rel = ctx.workspace.relative(path)
+        size = _short_size(st.st_size)
+        if pages is not None:  # Claude Code's rule: one page or one range, at most 20 pages
+            m = _PAGES.match(pages)
+            first, last = (int(m.group(1)), int(m.group(2) or m.group(1))) if m else (0, 0)
+            if not m or first < 1 or last < first:
+                raise ToolError(ctx.texts("Read.pdf_bad_pages", pages=pages))
+            if last - first + 1 > MAX_PDF_PAGES_PER_CALL:
+                raise ToolError(ctx.texts("Read.pdf_too_many", pages=pages, max=MAX_PDF_PAGES_PER_CALL))
+            pages = f"{first}-{last}"
         max_chars = ctx.settings.read.max_tokens * CHARS_PER_TOKEN
         try:
             # In a child process bounded in memory and time (a PDF can inflate to gigabytes),
             # reading the file that was opened (its descriptor), whatever the path holds by now.
             doc = read_pdf(opened, pages, max_chars, cancelled=ctx.cancel_event.is_set)
+            problem = ""
         except MediaError as e:
             ctx.check_cancelled()
-            raise ToolError(f"Cannot read {rel}: {e}.") from None
-        count = doc.page_count
-        if doc.too_many_pages:
-            text = (
-                f"{rel} is a PDF with {count} pages, too many to read at once. Call Read again "
-                f'with pages set to a range of at most {MAX_PDF_PAGES_PER_CALL} pages, e.g. pages="1-5".'
+            doc, problem = None, str(e)
+        if doc is not None and doc.too_many_pages:
+            raise ToolError(ctx.texts("Read.pdf_too_long", count=doc.page_count, max=MAX_PDF_PAGES_PER_CALL))
+
+        def page_texts() -> tuple[str, list[int]]:
+            parts: list[str] = []
+            used = 0
+            shown: list[int] = []
+            for p in doc.wanted:
+                if p not in doc.texts:
+                    break
+                block = f"--- Page {p} of {doc.page_count} ---\n{doc.texts[p]}"
+                if used + len(block) > max_chars and shown:
+                    break
+                parts.append(block[:max_chars])
+                used += len(block) + 2
+                shown.append(p)
+            text = "\n\n".join(parts)
+            rest = [p for p in doc.wanted if p not in shown]
+            if rest:
+                text += (f"\n\n[Output truncated at the ~{max_chars // CHARS_PER_TOKEN:,}-token read budget after page "
+                         f"{shown[-1]}. To read more, call Read with pages=\"{rest[0]}-{rest[-1]}\".]")
+            return text, shown
+
+        if pages is None:
+            # The whole PDF goes to the model as a document block where the API takes one;
+            # elsewhere its text stands in for it.
+            if st.st_size > MAX_PDF_DOCUMENT_BYTES:
+                raise ToolError(f"{given} is {_size(st.st_size)}; a PDF is sent whole only up to "
+                                f"{_size(MAX_PDF_DOCUMENT_BYTES)}. Read it in parts with pages (e.g. pages: \"1-5\").")
+            raw = opened.read_bytes()
+            fallback = page_texts()[0] if doc is not None else f"Cannot read {rel}: {problem}."
+            ctx.service(file_states).record_read(path, st, complete=True, fd=opened.fd)
+            return ToolResult(
+                ctx.texts("Read.pdf", path=given, size=size),
+                data={"type": "pdf", "file": {"filePath": rel, "pageCount": doc.page_count if doc else 0,
+                                              "originalSize": st.st_size}},
+                documents=[Document(base64.b64encode(raw).decode("ascii"), "application/pdf", fallback)],
             )
-            return ToolResult(text, data={"type": "pdf", "file": {"filePath": rel, "pageCount": count, "pages": []}})
-        wanted = doc.wanted
-        parts: list[str] = []
-        used = 0
-        shown: list[int] = []
-        for p in wanted:
-            if p not in doc.texts:
-                break
-            block = f"--- Page {p} of {count} ---\n{doc.texts[p]}"
-            if used + len(block) > max_chars and shown:
-                break
-            if len(block) > max_chars:
-                block = block[:max_chars] + "\n… [page text cut at the read budget]"
-            parts.append(block)
-            used += len(block) + 2
-            shown.append(p)
-        text = "\n\n".join(parts)
-        rest = [p for p in wanted if p not in shown]
-        if rest:
-            text += (
-                f"\n\n[Output truncated at the ~{max_chars // CHARS_PER_TOKEN:,}-token read budget after page "
-                f"{shown[-1]}. To read more, call Read with pages=\"{rest[0]}-{rest[-1]}\".]"
-            )
-        ctx.service(file_states).record_read(path, st, complete=len(shown) == count, fd=opened.fd)
+        if doc is None:
+            if "does not exist" in problem or "pages" in problem:
+                first = int(pages.split("-")[0])
+                count = int(problem.rsplit(" ", 2)[-2]) if problem.split()[-1] == "pages" else 0
+                raise ToolError(ctx.texts("Read.pdf_outside", first=first, count=count, max=MAX_PDF_PAGES_PER_CALL,
+                                          example=min(count, MAX_PDF_PAGES_PER_CALL)))
+            raise ToolError(f"Cannot read {rel}: {problem}.")
+        text, shown = page_texts()
+        ctx.service(file_states).record_read(path, st, complete=len(shown) == doc.page_count, fd=opened.fd)
+        head = ctx.texts("Read.pdf_pages", count=len(shown), path=given, size=size)
         return ToolResult(
-            text,
-            data={"type": "pdf", "file": {"filePath": rel, "pageCount": count, "pages": shown,
-                                          "truncated": bool(rest)}},
+            head + "\n\n" + text,
+            data={"type": "pdf", "file": {"filePath": rel, "pageCount": doc.page_count, "pages": shown,
+                                          "truncated": len(shown) < len(doc.wanted)}},
         )
 
     def _notebook(self, opened: Opened, ctx: ToolContext) -> ToolResult:
@@ -292,7 +328,7 @@ class Read(Tool):
         try:
             nb = render_notebook(opened.read_bytes())
         except NotebookError as e:
-            raise ToolError(f"Cannot read {rel} as a notebook: {e}. Read it as text by copying it to a .json name, or use Bash.") from None
+            raise ToolError(ctx.texts("Read.notebook_bad_json", reason=e.facts.get("detail", str(e)))) from None
         max_chars = ctx.settings.read.max_tokens * CHARS_PER_TOKEN
         text = nb.text
         truncated = len(text) > max_chars
@@ -347,3 +383,24 @@ def _existence_is_public(path: Path) -> bool:
     of the user's. Elsewhere outside the workspace (home directories, /etc, /tmp, /var) whether a
     file exists is itself worth asking about, so a Read there asks whatever the answer."""
     return any(path == d or d in path.parents for d in _PUBLIC)
+
+
+def _ends_with_break(opened: Opened, st, fmt) -> bool:
+    """Whether the file's last character is a line break (in its own encoding)."""
+    unit = 2 if fmt.encoding.startswith("utf-16") else 1
+    if st.st_size < unit:
+        return False
+    try:
+        tail = opened.pread(unit, st.st_size - unit)
+    except OSError:
+        return False
+    return tail in (b"\n", b"\n\x00", b"\x00\n")
+
+
+def _short_size(n: int) -> str:
+    """A size as Claude Code prints one: 873 bytes, 3.5KB, 1.2MB."""
+    if n < 1024:
+        return f"{n} bytes"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f}KB"
+    return f"{n / (1024 * 1024):.1f}MB"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from ..tool import Tool, ToolContext, ToolInput, ToolResult
+from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
 from ._tasks import TaskStopResult, stop_task
 
 DESCRIPTION = """- Stops a running background task by its ID (the id Bash returned, e.g. "bash_1")
@@ -15,14 +15,8 @@ DESCRIPTION = """- Stops a running background task by its ID (the id Bash return
 
 
 class TaskStopInput(ToolInput):
-    task_id: str | None = Field(None, description="The ID of the background task to stop")
-    shell_id: str | None = Field(None, description="Deprecated: use task_id")
-
-    @model_validator(mode="after")
-    def _one_id(self) -> "TaskStopInput":
-        if not (self.task_id or self.shell_id):
-            raise ValueError("task_id is required: the id Bash returned, e.g. \"bash_1\"")
-        return self
+    task_id: str | None = Field(None, description="The ID of the background task to stop.")
+    shell_id: str | None = Field(None, description="Deprecated: use task_id instead")
 
 
 class TaskStop(Tool):
@@ -37,6 +31,10 @@ class TaskStop(Tool):
 
     def summarize(self, params: TaskStopInput) -> str:
         return str(params.task_id or params.shell_id)
+
+    def validate(self, params: TaskStopInput, ctx: ToolContext) -> None:
+        if not (params.task_id or params.shell_id):
+            raise ToolError(ctx.texts("TaskStop.missing_id"))
 
     def run(self, params: TaskStopInput, ctx: ToolContext) -> ToolResult:
         return stop_task(ctx, params.task_id or params.shell_id or "")

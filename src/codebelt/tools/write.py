@@ -20,6 +20,7 @@ from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
 from . import _diagnostics
 from ._opening import beneath, swapped
 from ._services import file_states
+from ._texts import state_problem, symlink_refusal
 
 DESCRIPTION = """Writes a file to the local filesystem.
 
@@ -71,7 +72,7 @@ class Write(Tool):
         except OSError:
             return  # a new file (or one run() reports with its own words)
         if problem:
-            raise ToolError(problem)
+            raise ToolError(state_problem(ctx, problem))
 
     def permission_requests(self, params: WriteInput, ctx: ToolContext) -> list[PathRequest]:
         return [PathRequest("write", ctx.resolve(params.file_path))]
@@ -83,12 +84,15 @@ class Write(Tool):
         where = beneath(ctx)
         fmt: TextFormat = UTF8
         note = ""
+        refusal = symlink_refusal(ctx, params.file_path, path)
+        if refusal:
+            raise ToolError(refusal)
         try:
             opened = where.open_regular(path)
         except FileNotFoundError:
             st = None
         except IsADirectoryError:
-            raise ToolError(f"{rel} is a directory. Give the path of a file (e.g. {rel.rstrip('/')}/name.txt).") from None
+            raise ToolError(ctx.texts("Write.directory", path=params.file_path)) from None
         except NotRegularFile:
             raise ToolError(f"{rel} is not a regular file (device, FIFO or socket); it cannot be written.") from None
         except SymlinkInPath as e:
@@ -100,7 +104,7 @@ class Write(Tool):
                 st = opened.st
                 problem = states.check(path, st, fd=opened.fd)
                 if problem:
-                    raise ToolError(problem)
+                    raise ToolError(state_problem(ctx, problem))
                 try:
                     head = opened.pread(SNIFF_BYTES, 0)
                     fmt = sniff(head, at_eof=len(head) >= st.st_size) if head else UTF8
@@ -132,9 +136,9 @@ class Write(Tool):
             ) from None
         states.record_write(path, data, fmt, written)
         lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
-        verb = "Updated" if st is not None else "Created"
-        kept = f" (kept {fmt.describe()})" if st is not None and (fmt.bom or fmt.eol != "\n" or fmt.encoding != "utf-8") else ""
-        text = f"{verb} {rel}: {lines} line{'s' if lines != 1 else ''}, {len(data)} bytes{kept}.{note}"
+        # As Claude Code: replacing an empty file is creating it
+        key = "Write.updated" if st is not None and st.st_size > 0 else "Write.created"
+        text = ctx.texts(key, path=params.file_path) + ctx.texts("common.state_current") + note
         return _diagnostics.attach(ToolResult(
             text,
             data={"type": "update" if st is not None else "create", "filePath": rel, "lines": lines,

@@ -16,6 +16,9 @@ from pathlib import Path
 from ...workspace import Workspace
 
 
+OUTSIDE = "outside"  # learn(): the command ended outside the workspace
+
+
 class ShellCwd:
     """The working directory of one session's shell (a per-session service)."""
 
@@ -39,7 +42,8 @@ class ShellCwd:
             )
 
     def learn(self, reported: str | None) -> str | None:
-        """Adopt the directory a command ended in; returns a note when it was refused."""
+        """Adopt the directory a command ended in. A directory outside the workspace is refused
+        and the shell goes back to the workspace root: then OUTSIDE is returned."""
         if not reported or "\x00" in reported:
             return None
         path = Path(os.path.realpath(reported))
@@ -49,11 +53,8 @@ class ShellCwd:
             if not os.path.isabs(reported) or not path.is_dir():
                 return None
             if not self._workspace.is_inside(path):
-                return (
-                    f"Shell cwd was reset to {self._cwd}: the command ended in {path}, which is "
-                    f"outside the workspace ({self._workspace.root}). Commands always start "
-                    "inside the workspace; use absolute paths to refer to files elsewhere."
-                )
+                self._cwd = self._workspace.root  # as Claude Code: back to where the shell started
+                return OUTSIDE
             self._cwd = path
             return None
 
