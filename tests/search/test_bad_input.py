@@ -14,31 +14,40 @@ from codebelt.search.ripgrep import locate
 
 # (tool, input, substrings the error text must contain)
 ERRORS = [
-    ("Grep", {"pattern": ""}, ["pattern is empty"]),
-    ("Grep", {}, ["`pattern` is required"]),
-    ("Grep", {"pattern": "("}, ["Invalid regular expression", "unclosed group", "fixed_strings: true"]),
-    ("Grep", {"pattern": "a{2,1}"}, ["Invalid regular expression", "fixed_strings"]),
-    ("Grep", {"pattern": "x", "glob": "[abc"}, ["Invalid glob", "unclosed character class"]),
-    ("Grep", {"pattern": "x", "type": "nosuchtype"}, ["unrecognized file type", "glob instead"]),
-    ("Grep", {"pattern": "x", "path": "nope/missing"}, ["Path does not exist: nope/missing"]),
-    ("Grep", {"pattern": "x", "path": "src/ap.py"}, ["Did you mean src/app.py?"]),
-    ("Grep", {"pattern": "x", "head_limit": -1}, ["`head_limit`", "greater than or equal to 0"]),
-    ("Grep", {"pattern": "x", "offset": -5}, ["`offset`", "greater than or equal to 0"]),
-    ("Grep", {"pattern": "x", "-A": -1}, ["`-A`", "greater than or equal to 0"]),
-    ("Grep", {"pattern": "x", "-C": "lots"}, ["`-C`"]),
-    ("Grep", {"pattern": "x", "output_mode": "lines"}, ["`output_mode`"]),
-    ("Grep", {"pattern": "x", "bogus": 1}, ["`bogus` is not a parameter of Grep"]),
+    ("Grep", {}, ["The required parameter `pattern` is missing"]),
+    ("Grep", {"pattern": "("}, ["Search failed — ripgrep rejected the pattern", "unclosed group"]),
+    ("Grep", {"pattern": "a{2,1}"}, ["Search failed — ripgrep rejected the pattern", "repetition"]),
+    ("Grep", {"pattern": "x", "glob": "[abc"}, ["rg: error parsing glob", "unclosed character class"]),
+    ("Grep", {"pattern": "x", "type": "nosuchtype"}, ["rg: unrecognized file type: nosuchtype"]),
+    ("Grep", {"pattern": "x", "path": "nope/missing"}, ["Path does not exist: ", "nope/missing. Note: your current"]),
+    ("Grep", {"pattern": "x", "path": "src/ap.py"}, ["Path does not exist: "]),
+    ("Grep", {"pattern": "x", "-A": -1, "output_mode": "content"}, ["rg: error parsing flag -A"]),  # passed on, as Claude Code does
+    ("Grep", {"pattern": "x", "-C": "lots"}, ["`-C` type is expected as `number` but provided as `string`"]),
+    ("Grep", {"pattern": "x", "output_mode": "lines"}, ['"path": [\n      "output_mode"']),
+    ("Grep", {"pattern": "x", "bogus": 1}, ["An unexpected parameter `bogus` was provided"]),
     ("Grep", {"pattern": "x", "path": "\\\\host\\share"}, ["UNC"]),
     ("Grep", {"pattern": "a\x00b"}, ["NUL"]),
-    ("Grep", {"pattern": "a\nb"}, ["multiline: true"]),
-    ("Glob", {"pattern": ""}, ["pattern is empty"]),
-    ("Glob", {"pattern": "   "}, ["pattern is empty"]),
-    ("Glob", {"pattern": "src/[a-"}, ["Invalid glob pattern", "unclosed character class"]),
-    ("Glob", {"pattern": "{a,b"}, ["Invalid glob pattern", "unclosed alternate group"]),
+    ("Grep", {"pattern": "a\nb"}, ["Consider enabling multiline mode"]),
+    ("Glob", {"pattern": "src/[a-"}, ["rg: error parsing glob", "unclosed character class"]),
+    ("Glob", {"pattern": "{a,b"}, ["rg: error parsing glob", "unclosed alternate group"]),
     ("Glob", {"pattern": "*", "path": "src/app.py"}, ["Path is not a directory: src/app.py"]),
-    ("Glob", {"pattern": "*", "path": "nowhere"}, ["Path does not exist: nowhere"]),
+    ("Glob", {"pattern": "*", "path": "nowhere"}, ["Directory does not exist: ", "nowhere. Note: your current"]),
     ("Glob", {"pattern": "*", "path": "//host/share"}, ["UNC"]),
 ]
+# As Claude Code: these are answered, not refused.
+ANSWERS = [
+    ("Grep", {"pattern": "", "path": "src"}, "Found 3 files"),  # an empty pattern matches every line
+    ("Grep", {"pattern": "hello", "head_limit": -1}, "Found 5 files"),  # as if not given
+    ("Grep", {"pattern": "hello", "offset": -5}, "Found 5 files"),
+    ("Glob", {"pattern": ""}, "src/app.py"),  # everything
+    ("Glob", {"pattern": "   "}, "src/app.py"),
+]
+
+
+@pytest.mark.parametrize("tool,inp,start", ANSWERS, ids=[f"{t}:{json.dumps(i)[:50]}" for t, i, _ in ANSWERS])
+def test_values_claude_code_accepts_are_answered(s, tool, inp, start):
+    r = s.call(tool, inp)
+    assert not r.is_error and start in r.text, r.text
 
 
 @pytest.mark.parametrize("tool,inp,needles", ERRORS, ids=[f"{t}:{json.dumps(i)[:50]}" for t, i, _ in ERRORS])
@@ -63,7 +72,7 @@ def test_special_files_are_refused_not_waited_on(s, project):
 
 def test_grep_on_a_file_searches_that_file(s):
     r = s.call("Grep", {"pattern": "return", "path": "src/util.py", "output_mode": "content"})
-    assert r.text == "src/util.py:2:    return 'hello world'"
+    assert r.text == "2:    return 'hello world'"  # one file: no file name, as ripgrep prints it
 
 
 def test_binary_files_are_skipped_when_walking(s):

@@ -32,6 +32,7 @@ CASES = [
 def test_glob_cases(s, inp, expected):
     r = s.call("Glob", inp)
     assert not r.is_error, r.text
+    expected = expected[::-1]  # listed newest first above; Claude Code's Glob lists oldest first
     assert r.data["filenames"] == expected
     assert r.text == ("\n".join(expected) if expected else "No files found")
     assert r.data["numFiles"] == len(expected) and r.data["truncated"] is False

@@ -335,7 +335,8 @@ class _Formatter:
         notes: list[str] = []
         if more:
             total = f"more than {end}" if o.total_is_lower_bound else str(o.total)
-            notes.append(self.texts("Grep.more", total=total, next=end))
+            why = ", output capped at {:,} characters".format(q.max_chars) if cut else ""
+            notes.append(self.texts("Grep.more", total=total, next=end, why=why))
         if o.hidden:
             notes.append(
                 f"({o.hidden} file{'s' if o.hidden != 1 else ''} hidden by Read deny rules.)"
