@@ -12,11 +12,13 @@ def _pwd(s) -> str:
     return r.text.strip()
 
 
-def test_cd_persists_and_exit_code_still_records(shell):
+def test_cd_persists_only_when_the_command_succeeds(shell):
     s = shell.session()
     root = os.path.realpath(shell.ws)
     r = s.call("Bash", {"command": "mkdir -p 'a b/c' && cd 'a b/c' && exit 3"})
-    assert r.data["exitCode"] == 3
+    assert r.data["exitCode"] == 3 and r.is_error
+    assert _pwd(s) == root  # as Claude Code: a failed command moves nobody
+    s.call("Bash", {"command": "cd 'a b/c'"})
     assert _pwd(s) == f"{root}/a b/c"
     s.call("Bash", {"command": "cd .."})
     assert _pwd(s) == f"{root}/a b"
@@ -24,25 +26,28 @@ def test_cd_persists_and_exit_code_still_records(shell):
     assert r.text.strip() == "c"
 
 
-# Each command ends outside the workspace; the directory must stay where it was, with a note.
+# Each command ends outside the workspace: the shell goes back to the workspace root and says so
+# (as Claude Code); a command that failed moves nobody.
 OUTSIDE = [
     "cd /",
     "cd /etc && echo moved",
     'cd "$TMPDIR"',  # the session temp dir is not the workspace
     "ln -sfn /usr link && cd link",  # a symlink inside pointing outside is outside
     "cd ../..",
-    "cd /tmp; exit 5",
 ]
 
 
 def test_cd_outside_is_refused(shell):
     s = shell.session()
     root = os.path.realpath(shell.ws)
-    s.call("Bash", {"command": "mkdir -p sub && cd sub"})
     for command in OUTSIDE:
+        s.call("Bash", {"command": "mkdir -p sub && cd sub"})
         r = s.call("Bash", {"command": command})
-        assert "Shell cwd was reset to" in r.text and "outside the workspace" in r.text, (command, r.text)
-        assert _pwd(s) == f"{root}/sub", command
+        assert r.text.endswith(f"Shell cwd was reset to {shell.ws}"), (command, r.text)
+        assert _pwd(s) == root, command
+    s.call("Bash", {"command": "cd sub"})
+    r = s.call("Bash", {"command": "cd /tmp; exit 5"})
+    assert "reset" not in r.text and _pwd(s) == f"{root}/sub"
 
 
 def test_forged_or_missing_record_keeps_directory(shell):

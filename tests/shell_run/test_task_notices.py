@@ -29,7 +29,9 @@ def test_next_result_carries_the_notice_once(shell, ws):
     (ws / "a.txt").write_text("x\n")
     r = s.call("Read", {"file_path": "a.txt"})
     assert not r.is_error
-    assert f"<task-notification>Background task {tid} (`sleep 0.3; echo built; exit 2`) exited with code 2." in r.text
+    assert (f"<task-notification>\n<task-id>{tid}</task-id>\n" in r.text
+            and '<status>failed</status>\n<summary>Background command "sleep 0.3; echo built; exit 2" failed with '
+                'exit code 2</summary>' in r.text)
     info = r.data["taskNotifications"][0]
     assert info["id"] == tid and info["status"] == "failed" and info["exit_code"] == 2
     assert info["output_path"] in r.text and "built" in open(info["output_path"]).read()
@@ -52,10 +54,10 @@ def test_no_notice_for_an_end_the_model_already_saw(shell):
 
 
 def test_a_notice_for_an_auto_backgrounded_command(shell):
-    s = shell.session(bash={"autoBackgroundMs": 200})
+    s = shell.session(bash={"autoBackgroundMs": 200, "autoBackground": True})
     r = s.call("Bash", {"command": "sleep 0.6; echo late"})
     tid = r.data["backgroundTaskId"]
     wait_ended(s, tid)
     time.sleep(0.1)
     r = s.call("Bash", {"command": "true"})
-    assert f"Background task {tid}" in r.text and "exited with code 0" in r.text
+    assert f"<task-id>{tid}</task-id>" in r.text and '"sleep 0.6; echo late" completed (exit code 0)' in r.text

@@ -45,12 +45,13 @@ def test_old_and_new_names_share_the_task(shell):
     again = s.call("BashOutput", {"bash_id": tid})  # output already read through the new name
     assert "two" not in again.data["stdout"] and again.data["status"] == "completed"
     assert s.call("KillShell", {"shell_id": tid}).data["wasRunning"] is False
-    assert s.call("TaskStop", {"shell_id": tid}).data["wasRunning"] is False  # the deprecated field
+    stopped = s.call("TaskStop", {"shell_id": tid})  # the deprecated field; as Claude Code, an ended task is an error
+    assert stopped.is_error and stopped.text == f"<tool_use_error>No task found with ID: {tid}</tool_use_error>"
 
 
 @pytest.mark.parametrize("inp,message", [
-    ({}, "task_id is required"),
-    ({"task_id": "bash_99"}, "No background shell with id 'bash_99'"),
+    ({}, "<tool_use_error>Missing required parameter: task_id</tool_use_error>"),
+    ({"task_id": "bash_99"}, "<tool_use_error>No task found with ID: bash_99</tool_use_error>"),
 ])
 def test_task_stop_bad_input(shell, inp, message):
     r = shell.session().call("TaskStop", inp)

@@ -38,13 +38,13 @@ def test_background_incremental_reads_and_filter(shell):
     _wait_done(s, tid)
     r = s.call("BashOutput", {"bash_id": tid})
     # b1 was filtered away by the previous read: only what came after
-    assert r.data["stdout"] == "a3\nb2\n"
+    assert r.data["stdout"] == "a3\nb2\n\n[exited with code 4]\n"  # the file ends as Claude Code's do
     assert r.data["status"] == "failed" and r.data["exitCode"] == 4
     assert "<exit_code>4</exit_code>" in r.text
     r = s.call("BashOutput", {"bash_id": tid})
     assert r.data["stdout"] == "" and "no new output" in r.text
     # the whole output stays in the file until the session ends
-    assert Path(r.data["outputPath"]).read_text() == "a1\nb1\na2\na3\nb2\n"
+    assert Path(r.data["outputPath"]).read_text() == "a1\nb1\na2\na3\nb2\n\n[exited with code 4]\n"
 
 
 def test_filter_keeps_partial_line_until_complete(shell):
@@ -93,7 +93,7 @@ def test_kill_shell_stops_the_whole_group(shell):
 
 
 def test_auto_background_after_budget(shell):
-    s = shell.session(bash={"autoBackgroundMs": 300})
+    s = shell.session(bash={"autoBackgroundMs": 300, "autoBackground": True})
     r = s.call("Bash", {"command": "echo first; while [ ! -e go ]; do sleep 0.02; done; echo second"})
     assert not r.is_error, r.text
     tid = r.data["backgroundTaskId"]
@@ -101,7 +101,7 @@ def test_auto_background_after_budget(shell):
     (shell.ws / "go").touch()
     _wait_done(s, tid)
     r = s.call("BashOutput", {"bash_id": tid})
-    assert r.data["stdout"] == "second\n"  # "first" was already delivered
+    assert r.data["stdout"] == "second\n\n[exited with code 0]\n"  # "first" was already delivered
     assert r.data["status"] == "completed"
 
 
@@ -119,7 +119,7 @@ def test_fifty_background_tasks(shell):
     for i, tid in enumerate(ids):
         _wait_done(s, tid)
         r = s.call("BashOutput", {"bash_id": tid})
-        assert r.data["stdout"] == f"task {i}\n" and r.data["status"] == "completed"
+        assert r.data["stdout"] == f"task {i}\n\n[exited with code 0]\n" and r.data["status"] == "completed"
 
 
 def test_fifty_running_tasks_die_with_the_session(shell):

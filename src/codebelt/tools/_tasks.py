@@ -85,6 +85,25 @@ def read_task(ctx: ToolContext, task_id: str, pattern: linear_regex.LinearPatter
     return ToolResult(text="\n".join(parts), data=data)
 
 
+def kill_shell(ctx: ToolContext, task_id: str) -> ToolResult:
+    """KillShell, the older name: a sentence, and stopping an ended task is no error."""
+    manager = ctx.service(task_manager)
+    try:
+        task, was_running = manager.kill(task_id)
+    except KeyError as e:
+        raise ToolError(e.args[0]) from None
+    task.reported = True
+    if was_running:
+        message = ctx.texts("KillShell.killed", id=task.id, command=task.command)
+    else:
+        message = ctx.texts("KillShell.not_running", id=task.id, status=task.status_text())
+    data = TaskStopResult(
+        shellId=task.id, command=task.command, wasRunning=was_running,
+        status=task.status(), message=message,
+    ).model_dump()
+    return ToolResult(text=message, data=data)
+
+
 def stop_task(ctx: ToolContext, task_id: str) -> ToolResult:
     """Stop a running task. As Claude Code: the answer is a JSON object, and an id that names no
     running task (unknown, ended, already stopped) is an error."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from ..tool import Tool, ToolContext, ToolInput, ToolResult
-from ._tasks import TaskStopResult, stop_task
+from ._tasks import TaskStopResult, kill_shell
 
 DESCRIPTION = """- Kills a running background bash shell by its ID
 - Takes a shell_id parameter identifying the shell to kill (the id Bash returned, e.g. "bash_1")
@@ -31,4 +31,4 @@ class KillShell(Tool):
     search_hint = "stop a background shell command"
 
     def run(self, params: KillShellInput, ctx: ToolContext) -> ToolResult:
-        return stop_task(ctx, params.shell_id)
+        return kill_shell(ctx, params.shell_id)
