@@ -61,6 +61,8 @@ def read_task(ctx: ToolContext, task_id: str, pattern: linear_regex.LinearPatter
     while task.process.running and time.monotonic() < deadline:
         ctx.check_cancelled()
         task.process.exited.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+    if not task.process.running:
+        task.settled.wait(2)  # the end's line is in the output file
     task, text, truncated = manager.read(task.id, pattern, INLINE_BYTES)
     out = task.process.outcome
     status = task.status()

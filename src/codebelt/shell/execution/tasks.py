@@ -50,6 +50,8 @@ class Task:
     # The caller saw how it ended (a read after the end, or a stop): no notice is needed.
     reported: bool = False
     _announced: bool = False
+    # set once the end was handled (the end callback ran): what it adds to the output is there
+    settled: threading.Event = field(default_factory=threading.Event)
 
     @property
     def output_path(self) -> Path:
@@ -211,13 +213,17 @@ class TaskManager:
     def _ended(self, task: Task) -> None:
         with self._lock:
             if task._announced or self._closed:
+                task.settled.set()
                 return
             task._announced = True
-        if self._on_task_end is not None:
-            try:
-                self._on_task_end(task)
-            except Exception:  # noqa: BLE001 - a listener never breaks the watcher thread
-                pass
+        try:
+            if self._on_task_end is not None:
+                try:
+                    self._on_task_end(task)
+                except Exception:  # noqa: BLE001 - a listener never breaks the watcher thread
+                    pass
+        finally:
+            task.settled.set()
 
     def get(self, task_id: str) -> Task:
         with self._lock:
