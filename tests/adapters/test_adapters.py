@@ -90,7 +90,7 @@ CHAT_CALLS = [
     ("c2", "Glob", json.dumps({"pattern": "**/*.py"}), "src/app.py"),
     ("c3", "Read", '{"file_path": "notes.txt"', "not valid JSON"),
     ("c4", "Read", "[1, 2]", "must be a JSON object"),
-    ("c5", "NoSuchTool", "{}", "Unknown tool"),
+    ("c5", "NoSuchTool", "{}", "No such tool available: NoSuchTool"),
     ("c6", "Bash", json.dumps({"command": "echo from-bash"}), "from-bash"),
     ("c7", "Read", {"file_path": "notes.txt"}, "beta"),  # already-parsed arguments are fine too
     ("c8", "Glob", "", "pattern"),  # empty arguments → {} → the schema error names the field

@@ -29,15 +29,15 @@ CASES = [
     ("Echo", {"text": "x", "loud": "false"}, False, "x"),
     ("Echo", {"text": "x", "limit": None}, False, "x"),                # null for optional
     ("Echo", {"text": "x", "tags": '["a","b"]'}, False, "x"),          # JSON text for a list
-    ("Echo", {}, True, "`text` is required but missing"),
-    ("Echo", {"text": "x", "bogus": 1}, True, "`bogus` is not a parameter of Echo"),
+    ("Echo", {}, True, "Echo failed due to the following issue:\nThe required parameter `text` is missing"),
+    ("Echo", {"text": "x", "bogus": 1}, True, "An unexpected parameter `bogus` was provided"),
     ("Echo", {"text": "x", "times": "many"}, True, "`times`"),
     ("Echo", {"text": "x", "loud": "perhaps"}, True, "`loud`"),
     ("Echo", ["not", "a", "dict"], True, "must be a JSON object"),
-    ("Nope", {}, True, "Unknown tool 'Nope'. Available tools:"),
+    ("Nope", {}, True, "<tool_use_error>Error: No such tool available: Nope</tool_use_error>"),
     ("Fail", {"how": "tool_error"}, True, "the thing failed; try the other thing"),
     ("Fail", {"how": "crash"}, True, "internal error: KeyError"),
-    ("Fail", {"how": "nope"}, True, "`how`"),
+    ("Fail", {"how": "nope"}, True, '"how"'),
 ]
 
 

@@ -73,7 +73,7 @@ def test_an_old_audit_log_gains_the_error_column(tmp_path):
 def test_tools_listing_marks_optional_parameters(ws):
     out = subprocess.run([sys.executable, "-m", "codebelt.cli", "tools", "--root", str(ws)],
                          capture_output=True, text=True, timeout=60).stdout
-    assert "Read(file_path, offset?, limit?, pages?)" in out
+    assert "Read(file_path, offset?, limit?, pages?, allow_large?)" in out
     assert "TaskOutput(task_id, block?, timeout?)" in out
 
 

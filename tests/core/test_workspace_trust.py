@@ -48,9 +48,10 @@ KEYS: dict[str, tuple[Any, Any]] = {
     "bash.envAllow": (["AWS_*"], None),
     "bash.defaultTimeoutMs": (10**7, 1000),
     "bash.maxTimeoutMs": (10**8, 1000),
+    "bash.maxBackgroundTimeoutMs": (10**9, 1000),
     "bash.backgroundTimeoutMs": (None, 5000),
     "bash.backgroundTasks": (None, False),
-    "bash.autoBackground": (None, False),
+    "bash.autoBackground": (True, None),  # off by default (as Claude Code): a workspace may not turn it on
     "bash.autoBackgroundMs": (None, 1000),
     "bash.killGraceMs": (60_000, 100),
     "bash.maxOutputBytes": (0, 1000),
@@ -71,6 +72,7 @@ KEYS: dict[str, tuple[Any, Any]] = {
     "glob.includeHidden": (None, False),
     "glob.includeIgnored": (None, True),
     "glob.exclude": (None, ["dist/**"]),
+    "compat.profile": (None, None),  # one profile yet: no value tells whose file set it
     "read.maxTokens": (10**7, 100),
     "read.maxImageEdge": (10**5, 100),
     "read.maxImagePixels": (10**9, 100),

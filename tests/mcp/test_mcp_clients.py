@@ -49,7 +49,7 @@ CALLS = [
     ("grep", "Grep", {"pattern": "needle", "output_mode": "content"}, False, ["src/app.py", "needle"], 0),
     ("glob", "Glob", {"pattern": "src/*.py"}, False, ["src/app.py"], 0),
     ("bash", "Bash", {"command": "echo hello-from-bash"}, False, ["hello-from-bash"], 0),
-    ("read-missing", "Read", {"file_path": "missing.txt"}, True, ["missing.txt"], 0),
+    ("read-missing", "Read", {"file_path": "missing.txt"}, True, ["File does not exist."], 0),
     ("bad-field", "Grep", {"patern": "x"}, True, ["pattern"], 0),
     ("outside-no-approver", "Read", {"file_path": "../outside/secret.txt"}, True, ["outside"], 0),
 ]

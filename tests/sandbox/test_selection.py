@@ -166,9 +166,10 @@ def test_timeout_leaves_nothing_running_in_the_sandbox(make_session, backend):
     import uuid
 
     tag = f"{uuid.uuid4().int % 1000}.{os.getpid() % 1000}"  # a sleep duration nobody else uses
-    s = make_session(sandbox=backend, mode="bypassPermissions")
+    # moved to the background at its timeout (as Claude Code), stopped 0.5 s later
+    s = make_session(sandbox=backend, mode="bypassPermissions", settings={"bash": {"backgroundTimeoutMs": 500}})
     r = s.call("Bash", {"command": f"setsid sleep 9{tag} & (sleep 8{tag} &); sleep 7{tag}", "timeout": 1500})
-    assert "timed out" in r.text, r.text
+    assert "moved to the background" in r.text, r.text
     deadline = time.monotonic() + 10
     while True:
         left = subprocess.run(["pgrep", "-f", f"sleep [789]{tag}"], capture_output=True, text=True).stdout
