@@ -191,7 +191,7 @@ def test_background_task_writes_after_returning(make_session, ws, how):
         s = make_session(mode="bypassPermissions")
         extra = {"run_in_background": True}
     else:
-        s = make_session(mode="bypassPermissions", settings={"bash": {"autoBackgroundMs": 300}})
+        s = make_session(mode="bypassPermissions", settings={"bash": {"autoBackgroundMs": 300, "autoBackground": True}})
         extra = {}
     r = s.call("Bash", {"command": "sleep 1 && echo late > late.txt && mkdir out && echo o > out/o", **extra})
     task_id = r.data["backgroundTaskId"]

@@ -153,7 +153,11 @@ class _LiveOutput:
             os.close(self.fd)
         data = result.data or {}
         stdout = data.get("stdout") or ""
-        rest = result.text[len(stdout):].lstrip("\n") if result.text.startswith(stdout) else result.text
+        core = stdout.strip("\n")
+        rest = result.text
+        if core and core in rest:  # the output, wherever the result has it (after `Exit code N`)
+            before, _, after = rest.partition(core)
+            rest = "\n".join(part.strip("\n") for part in (before, after) if part.strip("\n"))
         if self.capped:
             where = data.get("outputPath")
             rest = (f"[live view stopped after {self.LIVE_MAX_BYTES >> 20} MB"
