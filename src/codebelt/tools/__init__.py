@@ -31,6 +31,7 @@ INDEX: dict[str, tuple[str, str | None]] = {
     "Write": ("write", "edit"),
     "Edit": ("edit", "edit"),
     "MultiEdit": ("multi_edit", "edit"),
+    "NotebookEdit": ("notebook_edit", "edit"),
     "Glob": ("glob", "read"),
     "Grep": ("grep", "read"),
     "Bash": ("bash", None),
