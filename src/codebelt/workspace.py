@@ -12,8 +12,34 @@ from pathlib import Path
 
 from .errors import PathError
 
-# Paths inside the workspace that need an explicit allow rule to be written: they configure the agent itself.
-PROTECTED_DIRS = (".codebelt", ".claude")
+# Names that configure the agent or make a program run later (the user's next commit, shell,
+# editor, build or agent start): writing them, at any depth and case-folded, needs an explicit
+# allow rule. A superset of what Claude Code protects, so a rule written for it means the same.
+PROTECTED_DIRS: dict[str, str] = {
+    ".codebelt": "holds agent configuration",
+    ".claude": "holds agent configuration",
+    ".git": "internals (hooks, config) can make git run programs",
+    ".vscode": "editor tasks and settings can run programs",
+    ".idea": "IDE run configurations can run programs",
+    ".husky": "holds git hooks",
+    ".cargo": "cargo's configuration can run programs",
+}
+PROTECTED_FILES: dict[str, str] = {
+    **dict.fromkeys((".gitconfig", ".gitmodules"), "configures git"),
+    **dict.fromkeys((".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".zshrc", ".zshenv",
+                     ".zprofile", ".zlogin", ".profile"), "a shell runs it at start"),
+    ".envrc": "direnv runs it on entering the directory",
+    ".ripgreprc": "configures ripgrep",
+    ".mcp.json": "configures the agent's MCP servers",
+    ".claude.json": "holds agent configuration",
+}
+
+
+def _home() -> Path | None:
+    try:
+        return Path(os.path.realpath(os.path.expanduser("~")))
+    except (OSError, RuntimeError):
+        return None
 
 
 @dataclass
@@ -95,9 +121,22 @@ class Workspace:
         folded = [p.casefold() for p in parts]
         for name in folded:
             if name in PROTECTED_DIRS:
-                return f"{name}/ holds agent configuration"
-            if name == ".git":
-                return ".git/ internals (hooks, config) can make git run programs"
+                return f"{name}/ {PROTECTED_DIRS[name]}"
+        if folded[-1] in PROTECTED_FILES:
+            return f"{parts[-1]} {PROTECTED_FILES[folded[-1]]}"
         if folded[-1].startswith(".env"):
             return f"{parts[-1]} may hold secrets"
+        return _home_config(resolved)
+
+
+def _home_config(resolved: Path) -> str | None:
+    """In a workspace that holds the home directory (`--root ~`), the home directory's dot
+    entries (shell start-up files, ~/.ssh, ~/.config, ~/.local/bin, codebelt's own settings and
+    state) and ~/bin configure every program the user runs: all protected."""
+    home = _home()
+    if home is None or home == Path("/") or home not in resolved.parents:
         return None
+    first = resolved.relative_to(home).parts[0]
+    if first.startswith(".") or first == "bin":
+        return f"~/{first} in your home directory configures the programs you run"
+    return None

@@ -68,8 +68,26 @@ def test_triple_slash_is_an_ordinary_absolute_path(tree):
     "rel,protected",
     [(".git/hooks/pre-commit", True), (".git/config", True), (".git", True), (".codebelt/x", True),
      (".claude/settings.json", True), (".env", True), ("sub/.env.production", True),
-     ("src/a.py", False), (".github/workflows/ci.yml", False), (".gitignore", False)],
+     ("src/a.py", False), (".github/workflows/ci.yml", False), (".gitignore", False),
+     (".vscode/launch.json", True), (".husky/pre-push", True), ("a/.cargo/config.toml", True),
+     (".gitmodules", True), (".bash_profile", True), (".envrc", True), (".mcp.json", True),
+     ("docs/bashrc.md", False), (".vscodeignore", False), ("envrc", False)],
 )
 def test_protected_paths(tree, rel, protected):
     ws = Workspace(tree)
     assert (ws.protected_reason(ws.resolve(rel)) is not None) is protected
+
+
+@pytest.mark.parametrize(
+    "rel,protected",
+    [(".bashrc", True), (".ssh/authorized_keys", True), (".config/codebelt/settings.json", True),
+     (".local/bin/git", True), (".local/state/codebelt/audit.db", True), ("bin/ls", True),
+     ("projects/app/main.py", False), ("notes.txt", False)],
+)
+def test_a_workspace_holding_the_home_directory_protects_its_configuration(tmp_path, monkeypatch, rel, protected):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for root in (home, tmp_path):  # the home directory itself, or a root above it
+        ws = Workspace(root)
+        assert (ws.protected_reason(ws.resolve(home / rel)) is not None) is protected

@@ -39,6 +39,14 @@ CASES = [
     ("top codebelt settings", py(".codebelt/settings.local.json", "{}"), ".codebelt/settings.local.json",
      "prevented"),
     ("top claude settings", py(".claude/settings.local.json", "{}"), ".claude/settings.local.json", "prevented"),
+    # What makes a program run later: editor tasks, hook managers, tool and shell configuration.
+    ("editor tasks", py(".vscode/tasks.json", "{}"), ".vscode", "undone"),
+    ("nested editor tasks", py("web/.vscode/tasks.json", "{}"), "web/.vscode", "undone"),
+    ("husky hook", py(".husky/pre-commit", "#!/bin/sh"), ".husky", "undone"),
+    ("cargo config", py("crate/.cargo/config.toml", "[build]"), "crate/.cargo", "undone"),
+    ("gitmodules", py(".gitmodules", "[submodule]"), ".gitmodules", "undone"),
+    ("shell start-up", py("sub/.bashrc", "echo"), "sub/.bashrc", "undone"),
+    ("mcp servers", py(".mcp.json", "{}"), ".mcp.json", "undone"),
 ]
 
 SETTINGS = {"sandbox": {"mode": "bwrap", "autoAllowBash": True}}
@@ -107,3 +115,30 @@ def test_a_person_approved_command_keeps_what_it_made(repo):
             pytest.skip("no bwrap sandbox here")
         r = s.call("Bash", {"command": "git init -q deep/repo"})
     assert (repo / "deep" / "repo" / ".git").is_dir(), r.text
+
+
+EXISTING = [".vscode/tasks.json", ".gitmodules", "sub/.bashrc", "crate/.cargo/config.toml"]
+
+
+@pytest.mark.parametrize("rel", EXISTING)
+def test_existing_config_that_runs_programs_is_read_only(repo, rel):
+    target = repo / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("original\n")
+    with sandboxed(repo) as s:
+        s.call("Bash", {"command": py(rel, "pwned")})
+    assert target.read_text() == "original\n"
+
+
+def test_a_root_holding_the_home_directory_binds_its_configuration_read_only(tmp_path, monkeypatch):
+    from codebelt.sandbox.protected import protected_paths
+
+    home = tmp_path / "home"
+    for rel in (".bashrc", ".ssh/config", ".local/bin/tool", "bin/x", "work/app.py"):
+        (home / rel).parent.mkdir(parents=True, exist_ok=True)
+        (home / rel).write_text("x")
+    monkeypatch.setenv("HOME", str(home))
+    for root in (home, tmp_path):
+        ro = {p for p, kind in protected_paths(root, (root,)) if kind == "ro"}
+        assert {home / ".bashrc", home / ".ssh", home / ".local", home / "bin"} <= ro
+        assert home / "work" not in ro

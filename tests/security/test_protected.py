@@ -27,6 +27,21 @@ TARGETS = [
     ".env",
     ".ENV.local",
     "app/.env.production",
+    # Files and directories that make a program run later, as Claude Code protects them.
+    ".vscode/tasks.json",
+    "web/.VSCode/settings.json",
+    ".idea/runConfigurations/x.xml",
+    ".husky/pre-commit",
+    ".cargo/config.toml",
+    ".gitmodules",
+    "sub/.gitconfig",
+    ".bashrc",
+    ".Zshrc",
+    ".profile",
+    ".envrc",
+    "tools/.ripgreprc",
+    ".mcp.json",
+    ".claude.json",
 ]
 
 

@@ -22,6 +22,8 @@ from pathlib import Path
 
 from ..files.beneath import Beneath
 from ..files.scan import DIR, Dir, Snapshot, shared
+from ..workspace import PROTECTED_DIRS as CONFIG_DIRS
+from ..workspace import PROTECTED_FILES as CONFIG_FILES
 
 # Directories at the top of a root, read-only whether or not they exist yet.
 PROTECTED_DIRS = (".codebelt", ".claude")
@@ -46,11 +48,14 @@ GIT_EXTRA_FILES = ("commondir", "config.worktree")
 # slowly. More than this is a gap, reported by `protection_gap` (the command then asks).
 MAX_NESTED = 1024
 NESTED_NAMES = (".git", ".claude", ".codebelt")
+# Names that make a program run later (editor tasks, git hooks managers, shell start-up files,
+# tool configs): read-only where they exist, their creation undone, at any depth, the top included.
+RUNS_LATER = frozenset(n for n in (*CONFIG_DIRS, *CONFIG_FILES) if n not in (*NESTED_NAMES, ".git"))
 FRESH_S = 0.1  # one command's set-up asks several times: a walk this recent counts as now
 
 
 def _notable(name: str) -> bool:
-    return name in NESTED_NAMES or name.startswith(".env")
+    return name in NESTED_NAMES or name.startswith(".env") or name.casefold() in RUNS_LATER
 
 
 _notable_cache: "weakref.WeakKeyDictionary[Dir, tuple[str, ...]]" = weakref.WeakKeyDictionary()
@@ -85,7 +90,10 @@ def _nested_of(snap: Snapshot) -> list[Path]:
     depth (not inside a `.git`: its insides are protected as a repository's)."""
     found: list[Path] = []
     for rel, d in snap.dirs.items():
-        if not rel or _inside_git(rel):
+        if _inside_git(rel):
+            continue
+        if not rel:  # the top's .git, .claude, .codebelt and .env* are protected on their own
+            found += [snap.path(rel, n) for n in _notable_in(d) if n.casefold() in RUNS_LATER]
             continue
         found += [snap.path(rel, n) for n in _notable_in(d)]
     return found
@@ -131,6 +139,7 @@ def protected_paths(root: Path, writable: tuple[Path, ...]) -> list[tuple[Path, 
     except OSError:
         pass
     ro += [p for p in nested if p.name != ".git"]
+    ro += _home_config(root)
     out: list[tuple[Path, str]] = []
     seen: set[Path] = set()
     for kind, paths in (("pin", pins), ("ro", ro)):
@@ -144,6 +153,19 @@ def protected_paths(root: Path, writable: tuple[Path, ...]) -> list[tuple[Path, 
                 seen.add(real)
                 out.append((real, kind))
     return out
+
+
+def _home_config(root: Path) -> list[Path]:
+    """A root that holds the home directory (`--root ~`): the home directory's dot entries and
+    ~/bin configure every program the user runs (shell start-up, ~/.ssh, ~/.config, ~/.local/bin)."""
+    home = Path(os.path.realpath(os.path.expanduser("~")))
+    if home == Path("/") or not (home == root or root in home.parents):
+        return []
+    try:
+        with os.scandir(home) as entries:
+            return [home / e.name for e in entries if e.name.startswith(".") or e.name == "bin"]
+    except OSError:
+        return []
 
 
 # -- creations a command that runs unasked may not make -----------------------------------------
@@ -200,10 +222,13 @@ WHY_REMOVED = {
 
 def _why(path: Path, roots) -> str:
     for part in reversed(path.parts):
-        if part.startswith(".env"):
+        if part.startswith(".env") and part.casefold() != ".envrc":
             return WHY_REMOVED[".env"]
         if part in WHY_REMOVED:
             return WHY_REMOVED[part]
+        folded = part.casefold()
+        if folded in RUNS_LATER:
+            return f"{part}: {CONFIG_DIRS.get(folded) or CONFIG_FILES[folded]}"
     return WHY_REMOVED[".git"]
 
 
