@@ -42,6 +42,7 @@ _EXPORTS = {
     "PatchError": ".errors",
     "ShellError": ".errors",
     "SandboxUnavailable": ".errors",
+    "ServeError": ".errors",
     "RipgrepError": ".errors",
 }
 __all__ = list(_EXPORTS)
@@ -57,6 +58,7 @@ if TYPE_CHECKING:  # pragma: no cover
         RipgrepError,
         RuleError,
         SandboxUnavailable,
+        ServeError,
         SessionClosed,
         SettingsError,
         ShellError,

@@ -21,6 +21,7 @@
     │       └── PatchPathError    a path the patch may not touch
     ├── ShellError                a command could not be started
     ├── SandboxUnavailable        the settings require a sandbox that does not work here
+    ├── ServeError                the MCP server cannot listen on the address it was given
     ├── RipgrepError              ripgrep could not run
     │   └── RipgrepNotFound       no rg binary
     └── IntelError                code intelligence could not answer
@@ -162,6 +163,10 @@ class SandboxUnavailable(CodebeltError):
 
     The message says what to change.
     """
+
+
+class ServeError(CodebeltError):
+    """The MCP server cannot listen on the address it was given (in use, not this machine's)."""
 
 
 class RipgrepError(CodebeltError):

@@ -46,3 +46,31 @@ def test_security_settings_name_the_server():
     lan = security_settings("10.0.0.5", ["box.lan"])
     assert {"10.0.0.5:*", "box.lan:*"} <= set(lan.allowed_hosts) and "localhost:*" not in lan.allowed_hosts
     assert not security_settings("0.0.0.0").enable_dns_rebinding_protection
+
+
+def _codebelt() -> str:
+    import sys
+    from pathlib import Path
+
+    return str(Path(sys.executable).parent / "codebelt")
+
+
+@pytest.mark.parametrize("kind", ["in use", "not this machine's"])
+def test_an_address_that_cannot_be_listened_on_is_one_sentence(tmp_path, kind):
+    """No traceback from inside the web server: the address, the reason, exit status 2."""
+    import socket
+    import subprocess
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    address = f"127.0.0.1:{taken.getsockname()[1]}" if kind == "in use" else "192.0.2.1:8765"
+    try:
+        env = {"CODEBELT_TOKEN": "t", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+        p = subprocess.run([_codebelt(), "serve", "--root", str(tmp_path), "--http", address],
+                           capture_output=True, text=True, timeout=60, env=env)
+    finally:
+        taken.close()
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr and p.stderr.count("\n") == 1, p.stderr
+    assert f"cannot listen on {address}" in p.stderr, p.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import hmac
 import ipaddress
 import logging
@@ -156,6 +157,7 @@ async def serve_http(
     )
     server = _Server(config)
     logging.getLogger("uvicorn.error").addFilter(_quiet_shutdown)
+    sock = listening_socket(host, port)
 
     async def announce() -> None:
         while not server.started:
@@ -175,13 +177,41 @@ async def serve_http(
         if stop_on_signals and threading.current_thread() is threading.main_thread():
             with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                 tg.start_soon(stop_on, signals)
-                await server.serve()
+                await server.serve(sockets=[sock])
         else:
-            await server.serve()
+            await server.serve(sockets=[sock])
         tg.cancel_scope.cancel()
 
 
 GRACEFUL_SECONDS = 3
+
+
+def listening_socket(host: str, port: int) -> "socket.socket":
+    """The server's socket, bound before anything is served, so that an address in use or not of
+    this machine is one sentence (ServeError), not a traceback from inside the web server."""
+    import socket
+
+    from ..errors import ServeError
+
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                          flags=socket.AI_PASSIVE)[0]
+        sock = socket.socket(family, kind, proto)
+    except (OSError, UnicodeError) as e:
+        raise ServeError(f"cannot listen on {host}:{port}: {getattr(e, 'strerror', None) or e}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(addr)
+        sock.listen(128)
+        sock.set_inheritable(False)
+    except OSError as e:
+        sock.close()
+        hint = "; another program (or another codebelt) is listening there: pick another port" \
+            if e.errno == errno.EADDRINUSE else ""
+        raise ServeError(f"cannot listen on {host}:{port}: {e.strerror or e}{hint}") from None
+    return sock
 
 
 def _quiet_shutdown(record: logging.LogRecord) -> bool:
