@@ -138,7 +138,8 @@ def test_writes_never_land_outside(race, make_session, ws, tool):
 def test_reads_never_return_outside_content(race, make_session, name):
     outside, before, _stop = race
     s = make_session(mode="default")  # reading outside asks; without an approver that is a refusal
-    for _ in range(CALLS * 2):
+    # A PDF is parsed in a child process (~0.3 s a page): fewer rounds, the same open path.
+    for _ in range(CALLS // 10 if name.endswith(".pdf") else CALLS * 2):
         r = s.call("Read", {"file_path": f"d/{name}"})
         assert not _leaks(r, before["secret.png"]), r.text[:300]
 
