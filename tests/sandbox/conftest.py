@@ -15,6 +15,7 @@ import pytest
 from codebelt.sandbox import Limits, Sandbox, SandboxConfig
 
 BACKENDS = ("bwrap", "landlock")
+SYSTEM_PYTHON = "/usr/bin/python3"  # inside the jail only system directories exist
 _probe_cache: dict[str, str | None] = {}
 
 
@@ -72,3 +73,31 @@ def run(sb: Sandbox, command: str, cwd: Path, timeout: float = 30) -> subprocess
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout,
         start_new_session=True,
     )
+
+
+@pytest.fixture(params=BACKENDS)
+def jail(request, ws: Path, tmpd: Path):
+    why = backend_unusable(request.param)
+    if why:
+        pytest.skip(f"{request.param} cannot work here: {why}")
+    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode=request.param, name="codebelt-test"))
+    if sb.jail.backend != request.param:
+        sb.close()
+        pytest.skip(f"no {request.param} jail here: {sb.jail.reason}")
+    yield sb
+    sb.close()
+
+
+def jailed(sb: Sandbox, command: str, cwd: Path, masked: list[Path] | None = None) -> subprocess.CompletedProcess:
+    wrap = sb.jail_wrapper(masked or [])
+    assert wrap is not None
+    argv, env, preexec, *cleanup = wrap(["/bin/bash", "-c", command], cwd, dict(os.environ))
+    try:
+        return subprocess.run(argv, cwd=cwd, env=env, preexec_fn=preexec, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60,
+                              start_new_session=True)
+    finally:
+        for done in cleanup:
+            done()
+
+

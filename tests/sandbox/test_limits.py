@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from codebelt.sandbox import Limits, denial
+from codebelt.sandbox import Limits, Sandbox, SandboxConfig, denial, limits
 
-from .conftest import run
+from .conftest import SYSTEM_PYTHON, jailed, run
 
 BOMB_CAP = 48
 
@@ -115,3 +115,36 @@ def test_bash_tool_says_the_command_ran_out_of_memory(make_session, backend):
     r = s.call("Bash", {"command": "tail -n1 /dev/zero"})  # grows until the cap ends it
     assert "ran out of memory" in r.text and "sandbox.limits.memoryMB" in r.text, r.text[-800:]
     assert "sandbox.limits.memoryMB" in (r.data or {}).get("sandboxNote", "")
+
+
+# -- the read-only jail's limits do not depend on sandbox.mode -----------------------------------
+JAIL_GROW = GROW.replace("python3", SYSTEM_PYTHON)  # the jail shows system directories only
+@pytest.mark.parametrize("mode", ["off", "auto"])
+def test_jailed_commands_are_capped_whatever_the_mode(mode, ws, tmpd):
+    """With the write sandbox off, jailed commands (which run whatever the mode) had no memory
+    or process cap at all: a growing read-only command took what it liked."""
+    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode=mode, name="codebelt-test",
+                               limits=Limits(processes=256, memory_mb=64)))
+    try:
+        if sb.jail.backend is None:
+            pytest.skip(f"no jail here: {sb.jail.reason}")
+        proc = jailed(sb, JAIL_GROW + "; exit $?", ws)
+        # killed at the cgroup's limit, or refused by RLIMIT_AS
+        assert proc.returncode == 128 + signal.SIGKILL or "MemoryError" in proc.stdout, proc.stdout[-500:]
+    finally:
+        sb.close()
+
+
+def test_without_a_memory_cgroup_the_cap_binds_from_the_first_instruction(jail, ws, monkeypatch):
+    """RLIMIT_AS is set in the child before exec, so the command's very first process has it
+    (a limit set on the process after it started would leave its start unbounded)."""
+    monkeypatch.setattr(limits, "find_controller_parent", lambda controller: (None, "none here (test)", 0))
+    sb = Sandbox(SandboxConfig(jail.config.writable_roots, jail.config.temp_dir, mode=jail.jail.backend,
+                               name="codebelt-test", limits=Limits(processes=256, memory_mb=300)))
+    try:
+        assert sb.memory.cgroup is None and sb.memory.address_space == 300 << 20
+        proc = jailed(sb, "ulimit -v; " + JAIL_GROW, ws)
+        assert proc.stdout.splitlines()[0] == str(300 << 10), proc.stdout  # bash reports KiB
+        assert "MemoryError" in proc.stdout, proc.stdout
+    finally:
+        sb.close()

@@ -8,21 +8,28 @@ What a jailed command sees and may do, whichever backend builds it:
   need (`SYSTEM_DIRS`, `/etc` without its secrets) and the directories on PATH; not the user's
   home, not /tmp, /run, /var or /sys;
 - masked: `SECRETS` and the paths the session's Read deny rules cover (given by the caller);
-- no sockets but netlink (seccomp.py) — no TCP, UDP, MPTCP, raw, path or abstract Unix
-  sockets — and no io_uring.
+- no other process's /proc entries (their command lines and environments);
+- no sockets but netlink routing (seccomp.py) — no TCP, UDP, MPTCP, raw, path or abstract Unix
+  sockets, no other netlink protocol — no io_uring, no System V IPC, message queues or keyrings.
 
 bwrap builds it from a fresh mount namespace with only those directories bound read-only (a
-masked path is covered by an empty file or directory). Landlock handles every file right and
-grants read access beneath the readable paths and write access to the scratch directory only;
-it cannot carve a hole inside a readable tree, so Read-deny paths *inside* the workspace stay
-readable under Landlock (the classifier's path checks still ask for them), and `/etc` is granted
-entry by entry so that its secrets are simply not among the rules.
+masked path is covered by an empty file or directory) and a /proc of its own pid namespace.
+Landlock handles every file right and grants read access beneath the readable paths and write
+access to the scratch directory only. A rule covers everything beneath its directory, so a
+masked path is left out by granting its parent's entries one by one instead of the parent
+(`Grant`), which leaves the parent listable; `/etc` is granted entry by entry the same way, and
+/proc only by its entries that describe the machine, none of the numbered process directories.
+
+A helper (ripgrep, a language server) gets the same jail with its own needs (`system`: the
+devices and /proc an interpreter uses; ripgrep needs neither).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from .landlock import Grant
 
 # Directories most programs need, read-only. A symlink here (merged /usr) is recreated as one.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/nix/store")
@@ -33,8 +40,18 @@ SECRETS = (
     "/etc/libvirt", "/etc/NetworkManager/system-connections", "/etc/wireguard", "/etc/ipsec.secrets",
     "/etc/krb5.keytab", "/etc/docker/daemon.json",
 )
-# Devices a program may read or write in the jail (Landlock; bwrap makes a private /dev).
-DEVICES_RW = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+# Devices a program may read or write in the jail (Landlock; bwrap makes a private /dev). No
+# terminal: /dev/pts holds the user's own terminals, whose input a reader would take.
+DEVICES_RW = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+# Writable inside a bwrap jail once the Landlock layer (stage.py) is on, besides its /tmp.
+STAGE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full")
+# What of /proc a jailed program may read under Landlock: the machine's description, which
+# runtimes read (CPU count, memory, load, kernel settings), and none of the numbered process
+# directories, where other processes' command lines are world-readable. Under bwrap the jail's
+# /proc is its own pid namespace's.
+PROC_ENTRIES = ("cpuinfo", "meminfo", "stat", "uptime", "loadavg", "version", "filesystems", "sys",
+                "cgroups", "diskstats", "vmstat", "zoneinfo", "buddyinfo", "pressure", "swaps",
+                "crypto", "devices", "partitions", "interrupts", "softirqs", "cmdline")
 
 
 def path_dirs(path_var: str | None, home: str | None) -> list[Path]:
@@ -55,18 +72,32 @@ def path_dirs(path_var: str | None, home: str | None) -> list[Path]:
     return out
 
 
+def scratch_in_jail(visible: list[Path]) -> str:
+    """The writable scratch directory inside a bwrap jail: its /tmp (a tmpfs of its own), or a
+    directory within it when a workspace or other visible directory lies under /tmp — a write
+    right on a directory covers every path beneath it, mount points included, so the scratch
+    must not be the parent of a read-only tree (a FIFO there would be writable again)."""
+    tmp = Path("/tmp")
+    if any(p == tmp or tmp in p.parents for p in visible):
+        return "/tmp/.codebelt-scratch"
+    return "/tmp"
+
+
 def _covered(p: Path, dirs: list[Path]) -> bool:
     return any(p == d or d in p.parents for d in dirs)
 
 
 def bwrap_args(roots: list[Path], readable: list[Path], masked: list[Path], scratch_in_jail: str,
-               cwd: Path) -> list[str]:
-    """bwrap options for the read-only jail (without the binary and the command)."""
+               cwd: Path, system: bool = True) -> list[str]:
+    """bwrap options for the read-only jail (without the binary and the command). `system`:
+    a private /dev and /proc (False: neither exists in the jail)."""
     args = [
         "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-net",
         "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL",
-        "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
     ]
+    if system:
+        args += ["--dev", "/dev", "--proc", "/proc"]
+    args += ["--tmpfs", "/tmp"]
     bound: list[Path] = []
     for d in SYSTEM_DIRS:
         if os.path.islink(d):
@@ -79,7 +110,8 @@ def bwrap_args(roots: list[Path], readable: list[Path], masked: list[Path], scra
     for d in [*roots, *readable]:
         if not _covered(d, bound) and d.exists():
             args += ["--ro-bind", str(d), str(d)]
-            bound.append(d)
+            if d.is_dir():
+                bound.append(d)
     for p in [*(Path(s) for s in SECRETS), *masked]:
         if not os.path.lexists(p) or os.path.islink(p):
             continue  # a link is resolved at its target, which is masked (or not bound) itself
@@ -91,32 +123,58 @@ def bwrap_args(roots: list[Path], readable: list[Path], masked: list[Path], scra
     return args
 
 
-def landlock_readable(roots: list[Path], readable: list[Path]) -> list[Path]:
-    """What the Landlock jail grants read access beneath: system dirs, /etc entry by entry without
-    its secrets, the roots, PATH dirs, /proc and the devices."""
-    out = [Path(d) for d in SYSTEM_DIRS if os.path.isdir(d)]
+def landlock_readable(roots: list[Path], readable: list[Path], masked: "list[Path] | tuple[Path, ...]" = (),
+                      system: bool = True) -> tuple[list[Grant], list[Path]]:
+    """What the Landlock jail grants read access beneath — system dirs, /etc entry by entry
+    without its secrets, the roots and `readable` around the masked paths, and with `system`
+    the devices and /proc's machine entries — and the directories split around masked paths
+    (their modification times tell when the rules must be built again)."""
+    out = [Grant(Path(d)) for d in SYSTEM_DIRS if os.path.isdir(d)]
     secrets = {Path(s) for s in SECRETS}
-    for top in ("/etc",):
-        try:
-            with os.scandir(top) as entries:
-                for e in entries:
-                    p = Path(e.path)
-                    if p not in secrets:
-                        out.append(p)
-        except OSError:
-            pass
+    etc: list[Path] = []
+    try:
+        with os.scandir("/etc") as entries:
+            etc = [Path(e.path) for e in entries if Path(e.path) not in secrets]
+    except OSError:
+        pass
     # a secret below an /etc entry (ssl/private) cannot be carved out: grant that entry's
     # children one by one instead
     for s in secrets:
         parent = s.parent
-        if parent != Path("/etc") and parent in out:
-            out.remove(parent)
+        if parent != Path("/etc") and parent in etc:
+            etc.remove(parent)
             try:
-                out += [Path(e.path) for e in os.scandir(parent) if Path(e.path) != s]
+                etc += [Path(e.path) for e in os.scandir(parent) if Path(e.path) != s]
             except OSError:
                 pass
-    out += [Path("/proc"), *roots, *readable]
-    # /dev/stdin and friends lead to /proc/self/fd (granted above); not /dev itself, where a
-    # disk device owned by root would be readable by a command running as root
-    out += [Path(d) for d in (*DEVICES_RW, "/dev/pts", "/dev/ptmx") if os.path.exists(d)]
-    return out
+    # /etc/mtab and friends point into /proc/self: a rule would land on codebelt's own entries
+    out += [Grant(p) for p in etc if not os.path.realpath(p).startswith("/proc/")]
+    if system:
+        out += [Grant(Path("/proc", name)) for name in PROC_ENTRIES if os.path.exists(f"/proc/{name}")]
+        # /dev/stdin and friends lead to /proc/self/fd, whose pipes Landlock does not check;
+        # not /dev itself, where a disk device owned by root would be readable to root
+        out += [Grant(Path(d)) for d in DEVICES_RW if os.path.exists(d)]
+    masks = {Path(m) for m in masked}
+    split: list[Path] = []
+    for top in dict.fromkeys([*roots, *readable]):
+        _around(Path(top), masks, out, split, follow=True)
+    return out, split
+
+
+def _around(top: Path, masks: set[Path], out: list[Grant], split: list[Path], follow: bool) -> None:
+    """Grant `top` whole, or — when a masked path lies beneath it — its entries one by one,
+    leaving the masked ones out."""
+    if top in masks:
+        return
+    if not any(top in m.parents for m in masks):
+        out.append(Grant(top, follow=follow))
+        return
+    out.append(Grant(top, list_only=True, follow=follow))
+    split.append(top)
+    try:
+        with os.scandir(top) as entries:
+            children = [Path(e.path) for e in entries if not e.is_symlink()]
+    except OSError:
+        return
+    for child in children:
+        _around(child, masks, out, split, follow=False)

@@ -26,6 +26,7 @@ import errno
 import os
 import platform
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 # Syscall numbers are the same on x86_64 and aarch64 (and every arch using the generic table).
@@ -78,6 +79,22 @@ WRITABLE_DEVICE_DIRS = ("/dev/pts",)
 
 class LandlockError(OSError):
     """Landlock is missing, disabled, or a ruleset could not be built."""
+
+
+@dataclass(frozen=True)
+class Grant:
+    """Read access beneath `path` in a ruleset that handles reading (the read-only jail).
+
+    list_only: only listing directories (a directory whose subtree holds a masked path: its
+      entries are granted one by one, the masked one not, and a rule on the directory itself
+      can only let it be listed — a rule covers everything beneath it).
+    follow: open `path` through symlinks (system paths); False for entries found inside a
+      workspace, where a symlink must not turn into a grant on its target.
+    """
+
+    path: Path
+    list_only: bool = False
+    follow: bool = True
 
 
 class _RulesetAttr(ctypes.Structure):
@@ -146,9 +163,11 @@ class Ruleset:
     """A built Landlock ruleset (an open fd) that children apply with `restrict_in_child`."""
 
     def __init__(self, writable: list[Path], network: bool, abi: int | None = None,
-                 readable: list[Path] | None = None):
+                 readable: "list[Path | Grant] | None" = None, devices: bool = True):
         """`readable`: None leaves reads unhandled (allowed everywhere); a list handles reading
-        and executing too and grants them beneath these paths only (the read-only jail)."""
+        and executing too and grants them beneath these paths only (the read-only jail).
+        `devices`: grant writing /dev/null and the other harmless devices (a helper that needs
+        no device gets none)."""
         if abi is None:
             abi, why = abi_version()
             if abi <= 0:
@@ -184,9 +203,12 @@ class Ruleset:
                 for d in WRITABLE_DEVICE_DIRS:
                     self._allow(Path(d), handled_fs & ~FS_REFER & ~FS_MAKE_CHAR & ~FS_MAKE_BLOCK)
             else:
-                for p in readable:
-                    self._allow(p, READ_RIGHTS)
-            for dev in WRITABLE_DEVICES:
+                for g in readable:
+                    g = g if isinstance(g, Grant) else Grant(g)
+                    self._allow(g.path, FS_READ_DIR if g.list_only else READ_RIGHTS, follow=g.follow)
+            for dev in WRITABLE_DEVICES if devices else ():
+                if readable is not None and dev in ("/dev/tty", "/dev/ptmx"):
+                    continue  # the jail has no terminal: nothing of the host's ttys
                 self._allow(Path(dev), handled_fs & (FILE_RIGHTS | FS_READ_FILE))
         except BaseException:
             self.close()
@@ -195,15 +217,18 @@ class Ruleset:
         # Arguments for the child, built here so the child only calls into libc.
         self._restrict_args = (ctypes.c_long(SYS_RESTRICT_SELF), ctypes.c_long(self.fd), ctypes.c_long(0))
 
-    def _allow(self, path: Path, rights: int, must_exist: bool = False) -> None:
+    def _allow(self, path: Path, rights: int, must_exist: bool = False, follow: bool = True) -> None:
         try:
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW))
         except OSError as e:
             if must_exist:
                 raise LandlockError(e.errno, f"cannot open {path} for a Landlock rule: {e.strerror}")
             return  # an optional device that this machine does not have
         try:
-            if not stat.S_ISDIR(os.fstat(fd).st_mode):  # a file rule takes file rights only
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISLNK(mode):
+                return  # reached through its target, which has (or lacks) a rule of its own
+            if not stat.S_ISDIR(mode):  # a file rule takes file rights only
                 rights &= FILE_RIGHTS | FS_READ_FILE | FS_EXECUTE
             attr = _PathBeneathAttr(rights, fd)
             _check(

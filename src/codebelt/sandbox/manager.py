@@ -23,9 +23,11 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 from dataclasses import asdict, dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -35,6 +37,7 @@ from . import denial as _denial
 from . import jail as _jail
 from . import seccomp as _seccomp
 from .config import SandboxConfig
+from .helpers import HelperProfile, helper_env, python_dirs
 from .limits import MemoryCap, ProcessCap, apply_rlimits, rlimits
 from .protected import placeholders
 
@@ -44,6 +47,23 @@ Wrapper = Callable[[list[str], Path, dict], tuple[list[str], dict, Callable[[], 
 PROBE_TIMEOUT = 10.0
 _ALLOC_FAILED = re.compile(r"Cannot allocate memory|MemoryError|std::bad_alloc|out of memory|memory exhausted", re.I)
 TRUE = next((p for p in ("/usr/bin/true", "/bin/true") if os.access(p, os.X_OK)), "true")
+# The interpreter of the Landlock layer inside a bwrap jail (stage.py): codebelt's own, by its
+# real path (a virtual environment's `python` is a link to it).
+STAGE_PYTHON = os.path.realpath(sys.executable)
+MAX_RULESETS = 16  # Landlock rulesets kept per session (one per set of masks and readable paths)
+PR_SET_CHILD_SUBREAPER = 36
+
+
+@cache
+def _stage_source() -> str:
+    return (Path(__file__).parent / "stage.py").read_text()
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
 
 
 @dataclass(frozen=True)
@@ -85,12 +105,17 @@ class Sandbox:
         self._made: list[Path] = []  # placeholders this session created
         self._lock = threading.Lock()
         self.config = config
-        self.jail_ruleset = None  # landlock.Ruleset of the read-only jail
+        self._rulesets: dict[tuple, tuple[tuple, Any]] = {}  # the jail's Landlock rulesets (least recent first)
+        self._retired: list[Any] = []  # rulesets replaced while a spawn may still use them: closed at the end
+        self._landlock_abi = 0  # usable for the jail (0: not, or sandbox.mode is bwrap)
+        self._stage_abi = 0  # the Landlock layer inside a bwrap jail (0: none)
+        self._landlock_helpers: bool | None = None  # whether helpers that prefer Landlock get it
         self._jail_root: Path | None = None  # scratch directories of Landlock-jailed commands
         self._jail_root_made = False
         self._filters: dict[tuple[frozenset[int], bool], _seccomp.SocketFilter] = {}
         status = self._select()
         self.jail = self._select_jail(status)
+        self._jail_caps()
         self.status = SandboxStatus(**{**asdict(status), "jail": self.jail.backend, "jail_reason": self.jail.reason})
 
     # -- selection -------------------------------------------------------------------------
@@ -166,26 +191,9 @@ class Sandbox:
         )
 
     def _run_probe(self, backend: str) -> tuple[bool, str, int]:
-        cwd = self.config.writable_roots[0] if self.config.writable_roots else Path("/")
         if backend.startswith("jail-"):
-            argv, env, preexec, *cleanup = self._wrap_jail(backend, [TRUE], cwd, dict(os.environ), [])
-        else:
-            argv, env, preexec = self._wrap(backend, [TRUE], cwd, dict(os.environ), create=False)
-            cleanup = []
-        try:
-            proc = subprocess.run(
-                argv, cwd=cwd, env=env, preexec_fn=preexec, stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=PROBE_TIMEOUT,
-                start_new_session=True,
-            )
-        except subprocess.TimeoutExpired:
-            return False, f"`true` did not finish within {PROBE_TIMEOUT:.0f} s", -1
-        except (OSError, subprocess.SubprocessError) as e:
-            return False, f"{type(e).__name__}: {e}", -1
-        finally:
-            for done in cleanup:
-                done()
-        return proc.returncode == 0, proc.stderr.decode(errors="replace"), proc.returncode
+            return self._probe_with(lambda argv, cwd, env: self._wrap_jail(backend, argv, cwd, env, []))
+        return self._probe_with(lambda argv, cwd, env: self._wrap(backend, argv, cwd, env, create=False))
 
     # -- wrapping --------------------------------------------------------------------------
     def wrapper(self) -> Wrapper | None:
@@ -220,8 +228,13 @@ class Sandbox:
         sockets = self._socket_filter(backend)
         return argv, env, self._preexec(pairs, restrict, sockets.install_in_child if sockets else None)
 
-    def _preexec(self, pairs, restrict, install_filter) -> Callable[[], None]:
+    def _preexec(self, pairs, restrict, install_filter, subreaper: bool = False) -> Callable[[], None]:
         cap, memory = self.cap, self.memory
+        libc = None
+        if subreaper:
+            from .landlock import _syscall
+
+            libc = _syscall()
 
         def preexec() -> None:  # runs in the child between fork and exec
             apply_rlimits(pairs)
@@ -229,6 +242,10 @@ class Sandbox:
                 cap.join_in_child()
             if memory is not None:
                 memory.join_in_child()
+            if libc is not None and libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+                # kept across exec: what the helper orphans stays its descendant, so ending it
+                # can end all of it (there is no pid namespace under Landlock)
+                raise OSError("prctl(PR_SET_CHILD_SUBREAPER) failed")
             if restrict is not None:
                 restrict()
             if install_filter is not None:
@@ -266,26 +283,33 @@ class Sandbox:
         ok_filter, why_filter = _seccomp.supported()
         if not ok_filter:
             return JailStatus(None, f"no read-only jail: {why_filter}")
+        from . import landlock
+
+        abi, why = landlock.abi_version()
+        self._landlock_abi = abi if self.config.mode != "bwrap" else 0
         tried: list[str] = []
         # a backend chosen by name is the jail's backend too
         if self.config.mode != "landlock" and (self.bwrap_path or _bwrap.find_bwrap()):
             self.bwrap_path = self.bwrap_path or _bwrap.find_bwrap()
+            fifo = "FIFOs in the workspace refused by a Landlock layer inside"
+            self._stage_abi = abi if abi > 0 else 0
             ok, err, code = self._run_probe("jail-bwrap")
+            if not ok and self._stage_abi:
+                self._stage_abi = 0
+                fifo = (f"FIFOs in the workspace NOT covered (a Landlock layer inside bwrap failed: "
+                        f"{err.strip()[-200:] or f'exit code {code}'})")
+                ok, err, code = self._run_probe("jail-bwrap")
+            elif not self._stage_abi:
+                fifo = f"FIFOs in the workspace NOT covered ({why}: a read-only mount does not refuse them)"
             if ok:
                 return JailStatus("bwrap", "bubblewrap: only the workspace, the additional directories and "
-                                  "system directories visible, all read-only; no network (an empty network namespace, no Unix sockets)")
+                                  "system directories visible, all read-only; no network (an empty network "
+                                  f"namespace, no Unix sockets); {fifo}")
             tried.append(f"bwrap: {_bwrap.explain_failure(err, code)}")
-        from . import landlock
-
-        abi, why = landlock.abi_version()
         if self.config.mode == "bwrap":
             tried.append("landlock: sandbox.mode is bwrap")
         elif abi > 0:
             try:
-                self.jail_ruleset = landlock.Ruleset(
-                    [self._scratch_root()], False, abi,
-                    readable=_jail.landlock_readable(list(self.config.writable_roots), self._readable_extra({})),
-                )
                 ok, err, code = self._run_probe("jail-landlock")
                 if ok:
                     return JailStatus("landlock", f"Landlock ABI {abi} + seccomp: reads only in the workspace, "
@@ -293,12 +317,17 @@ class Sandbox:
                 tried.append(f"landlock: `true` failed ({err.strip() or f'exit code {code}'})")
             except OSError as e:
                 tried.append(f"landlock: {e}")
-            if self.jail_ruleset is not None:
-                self.jail_ruleset.close()
-                self.jail_ruleset = None
         else:
             tried.append(f"landlock: {why}")
         return JailStatus(None, "no read-only jail works here (" + "; ".join(tried) + ")")
+
+    def _jail_caps(self) -> None:
+        """The jail is used whatever sandbox.mode says: its commands and helpers count against
+        the session's process and memory caps even when the write sandbox is off or found
+        nothing working (else they would run with no limit at all)."""
+        if self.jail.backend is not None and self.cap is None:
+            self.cap = ProcessCap(self.config.limits, self.config.name)
+            self.memory = MemoryCap(self.config.limits, self.config.name)
 
     def _scratch_root(self) -> Path:
         if self._jail_root is None:
@@ -325,24 +354,113 @@ class Sandbox:
         masked = list(masked)
         return lambda argv, cwd, env: self._wrap_jail(backend, list(argv), Path(cwd), dict(env), masked)
 
-    def _wrap_jail(self, backend: str, argv: list[str], cwd: Path, env: dict, masked: list[Path]) -> tuple:
+    def helper(self, profile: HelperProfile, masked: "list[Path] | tuple[Path, ...]" = ()) -> Wrapper | None:
+        """The wrapper that runs a helper program (helpers.py) in the read-only jail, with its
+        environment reduced to the profile's; None when no jail works here."""
+        backend = self._helper_backend(profile)
+        if backend is None:
+            return None
+        masked = list(masked)
+        return lambda argv, cwd, env: self._wrap_jail(backend, list(argv), Path(cwd), helper_env(env, profile),
+                                                      masked, profile)
+
+    def _helper_backend(self, profile: HelperProfile) -> str | None:
+        backend = self.jail.backend
+        if backend == "bwrap" and profile.prefer_landlock and self._landlock_abi > 0:
+            with self._lock:
+                if self._landlock_helpers is None:
+                    self._landlock_helpers = False  # probed once; a failure keeps bwrap
+                    probe = HelperProfile("probe", system=False)
+                    wrap = lambda argv, cwd, env: self._wrap_jail("landlock", argv, cwd, env, [], probe)  # noqa: E731
+                    self._landlock_helpers = self._probe_with(wrap)[0]
+            if self._landlock_helpers:
+                return "landlock"
+        return backend
+
+    def _wrap_jail(self, backend: str, argv: list[str], cwd: Path, env: dict, masked: list[Path],
+                   profile: HelperProfile | None = None) -> tuple:
+        """A jailed command (`profile` None) or helper: (argv, env, preexec[, cleanup])."""
         c = self.config
         cap, memory = self.cap, self.memory
         pairs = rlimits(c.limits, cap.nproc_limit() if cap else None, memory.address_space if memory else None)
-        readable = self._readable_extra(env)
-        # a long command is read by bash from a script file: that one file is readable too
-        readable += [Path(a) for a in argv[1:2] if a.startswith("/") and os.path.isfile(a)]
+        system = profile is None or profile.system
+        readable = list(profile.readable) if profile is not None else []
+        if system:
+            readable += self._readable_extra(env)
+        if profile is None:
+            # a long command is read by bash from a script file in the spool directory
+            readable += [Path(a).parent for a in argv[1:2] if a.startswith("/") and os.path.isfile(a)]
         sockets = self._socket_filter(backend, jailed=True)
+        install = sockets.install_in_child if sockets else None
         if backend in ("bwrap", "jail-bwrap"):
-            env.update(TMPDIR="/tmp", HOME="/tmp")
-            args = _jail.bwrap_args(list(c.writable_roots), readable, masked, "/tmp", cwd)
-            argv = [self.bwrap_path or "bwrap", *args, "--", *argv]
-            return argv, env, self._preexec(pairs, None, sockets.install_in_child if sockets else None)
+            scratch = _jail.scratch_in_jail([*c.writable_roots, *readable])
+            if system:
+                env.update(TMPDIR=scratch, HOME=scratch)
+                if profile is not None:
+                    env["XDG_CACHE_HOME"] = f"{scratch}/.cache"
+            inner = argv
+            if self._stage_abi and system:
+                readable += python_dirs()
+                inner = [STAGE_PYTHON, "-I", "-S", "-c", _stage_source(), str(self._stage_abi),
+                         scratch, *_jail.STAGE_DEVICES, "--", *argv]
+            args = _jail.bwrap_args(list(c.writable_roots), readable, masked, scratch, cwd, system=system)
+            argv = [self.bwrap_path or "bwrap", *args, "--", *inner]
+            return argv, env, self._preexec(pairs, None, install)
+        ruleset = self._landlock_ruleset(readable, masked, system)
+        subreaper = profile is not None and profile.long_lived
+        if not system:
+            return argv, env, self._preexec(pairs, ruleset.restrict_in_child, install)
         scratch = Path(tempfile.mkdtemp(prefix="run-", dir=self._scratch_root()))
         env.update(TMPDIR=str(scratch), HOME=str(scratch))
-        restrict = self.jail_ruleset.restrict_in_child
-        preexec = self._preexec(pairs, restrict, sockets.install_in_child if sockets else None)
+        if profile is not None:
+            env["XDG_CACHE_HOME"] = str(scratch / ".cache")
+        preexec = self._preexec(pairs, ruleset.restrict_in_child, install, subreaper=subreaper)
         return argv, env, preexec, lambda: shutil.rmtree(scratch, ignore_errors=True)
+
+    def _landlock_ruleset(self, readable: list[Path], masked: list[Path], system: bool):
+        """The Landlock jail's ruleset for these readable paths and masks, built once and kept
+        while the directories split around the masks stay as they were (a file created in one
+        of them after the build would be missing from it)."""
+        from . import landlock
+
+        key = (system, tuple(readable), tuple(masked))
+        with self._lock:
+            hit = self._rulesets.get(key)
+            if hit is not None and all(_mtime(d) == m for d, m in hit[0]):
+                self._rulesets[key] = self._rulesets.pop(key)  # most recently used last
+                return hit[1]
+        grants, split = _jail.landlock_readable(list(self.config.writable_roots), readable, masked, system=system)
+        stamps = tuple((d, _mtime(d)) for d in split)
+        abi = self._landlock_abi or landlock.abi_version()[0]
+        ruleset = landlock.Ruleset([self._scratch_root()] if system else [], False, abi, readable=grants,
+                                   devices=system)
+        with self._lock:
+            old = self._rulesets.pop(key, None)
+            self._rulesets[key] = (stamps, ruleset)
+            while len(self._rulesets) > MAX_RULESETS:
+                old_key = next(iter(self._rulesets))
+                self._retired.append(self._rulesets.pop(old_key)[1])
+            if old is not None:
+                self._retired.append(old[1])
+        return ruleset
+
+    def _probe_with(self, wrap: Wrapper) -> tuple[bool, str, int]:
+        cwd = self.config.writable_roots[0] if self.config.writable_roots else Path("/")
+        argv, env, preexec, *cleanup = wrap([TRUE], cwd, dict(os.environ))
+        try:
+            proc = subprocess.run(
+                argv, cwd=cwd, env=env, preexec_fn=preexec, stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=PROBE_TIMEOUT,
+                start_new_session=True,
+            )
+        except subprocess.TimeoutExpired:
+            return False, f"`true` did not finish within {PROBE_TIMEOUT:.0f} s", -1
+        except (OSError, subprocess.SubprocessError) as e:
+            return False, f"{type(e).__name__}: {e}", -1
+        finally:
+            for done in cleanup:
+                done()
+        return proc.returncode == 0, proc.stderr.decode(errors="replace"), proc.returncode
 
     def _make_placeholders(self) -> None:
         with self._lock:
@@ -394,9 +512,12 @@ class Sandbox:
             self.memory.close()
         if self.ruleset is not None:
             self.ruleset.close()
-        if self.jail_ruleset is not None:
-            self.jail_ruleset.close()
-            self.jail_ruleset = None
+        with self._lock:
+            rulesets = [r for _, r in self._rulesets.values()] + self._retired
+            self._rulesets.clear()
+            self._retired.clear()
+        for r in rulesets:
+            r.close()
         if self._jail_root is not None:
             shutil.rmtree(self._jail_root, ignore_errors=True)
             self._jail_root = None

@@ -10,11 +10,17 @@ The filter is a small classic-BPF program built here and installed with prctl in
 after fork and before exec (it is inherited by everything the command starts):
 - a system call from another architecture's table (i386 on x86_64, x32) fails with ENOSYS, so
   no second syscall table can reach `socket` by another number;
-- `socket(domain, …)` with a domain outside the allowed set fails with EACCES;
+- `socket(domain, …)` with a domain outside the allowed set fails with EACCES, and a netlink
+  socket only for NETLINK_ROUTE (what getaddrinfo and getifaddrs ask the kernel): other netlink
+  protocols reach other processes (NETLINK_USERSOCK carries datagrams between any two processes
+  of the host) or list the host's sockets (sock_diag);
 - `io_uring_setup` fails with ENOSYS (io_uring can create and connect sockets without the
   `socket` syscall, so the filter would otherwise not see them);
 - in the read-only jail, calls that change a file's mode, owner, times or extended attributes
-  fail with EPERM (Landlock does not cover them);
+  fail with EPERM (Landlock does not cover them), and so do System V IPC, POSIX message queues
+  and the kernel keyrings: each is a channel to processes outside the jail that no file right
+  or socket family controls (a host process's message queue or shared memory segment; the
+  user's keyring, where Kerberos and other tools keep credentials);
 - everything else is allowed. `socketpair` stays allowed: it makes two connected ends and no
   address, which is how programs talk to their own children (node's IPC, pipes between workers).
 """
@@ -27,6 +33,7 @@ import platform
 import struct
 
 AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, 16
+NETLINK_ROUTE = 0
 
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
@@ -41,7 +48,9 @@ RET_ALLOW = 0x7FFF0000
 RET_ERRNO = 0x00050000
 
 # struct seccomp_data: int nr; u32 arch; u64 instruction_pointer; u64 args[6]
-_OFF_NR, _OFF_ARCH, _OFF_ARG0 = 0, 4, 16  # args[0] low word (little-endian machines only)
+# args[N] low word at 16 + 8 N (little-endian machines only); the kernel reads socket()'s int
+# arguments from the low word too, so high bits set by a caller cannot slip past the check
+_OFF_NR, _OFF_ARCH, _OFF_ARG0, _OFF_ARG2 = 0, 4, 16, 32
 
 # (audit arch, socket, io_uring_setup, first number of a foreign ABI sharing the arch or None)
 _ARCHES = {
@@ -58,6 +67,14 @@ _METADATA = {
     "aarch64": (5, 6, 7, 14, 15, 16, 52, 53, 54, 55, 88, 452, 463, 466),
 }
 _METADATA["amd64"], _METADATA["arm64"] = _METADATA["x86_64"], _METADATA["aarch64"]
+# System V IPC, POSIX message queues and keyrings: shared with processes outside the jail under
+# Landlock (no IPC namespace), and the user's keyring even under bwrap when it runs as root.
+_IPC = {
+    "x86_64": (29, 30, 31, 64, 65, 66, 67, 68, 69, 70, 71, 220, 240, 241, 242, 243, 244, 245, 248, 249, 250),
+    "aarch64": (180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 197,
+                217, 218, 219),
+}
+_IPC["amd64"], _IPC["arm64"] = _IPC["x86_64"], _IPC["aarch64"]
 
 
 class SeccompUnavailable(OSError):
@@ -77,13 +94,13 @@ def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
 
 def program(allowed_families: frozenset[int] | set[int], read_only: bool = False) -> bytes:
     """The BPF program (as the bytes of a sock_filter array) for this machine. `read_only`: also
-    refuse calls that change file metadata (EPERM)."""
+    refuse calls that change file metadata and the IPC channels above (EPERM)."""
     machine = platform.machine().lower()
     if machine not in _ARCHES:
         raise SeccompUnavailable(errno.ENOSYS, f"no seccomp filter for {platform.machine()}")
     arch, nr_socket, nr_uring, foreign = _ARCHES[machine]
     families = sorted(allowed_families)
-    denied = _METADATA[machine] if read_only else ()
+    denied = (*_METADATA[machine], *_IPC[machine]) if read_only else ()
     # Laid out in order, as (kind, value) steps; jumps are resolved once every position is known.
     steps: list[tuple[str, int]] = [("ld", _OFF_ARCH), ("arch", arch), ("ld", _OFF_NR)]
     if foreign is not None:
@@ -91,9 +108,13 @@ def program(allowed_families: frozenset[int] | set[int], read_only: bool = False
     steps.append(("enosys_if", nr_uring))
     steps += [("eperm_if", nr) for nr in denied]
     steps += [("socket", nr_socket), ("ret", RET_ALLOW), ("ld", _OFF_ARG0)]
-    steps += [("family", f) for f in families]
+    steps += [("family", f) for f in families if f != AF_NETLINK]
+    if AF_NETLINK in families:
+        steps += [("netlink", AF_NETLINK), ("ret", RET_ERRNO | errno.EACCES), ("ld", _OFF_ARG2),
+                  ("family", NETLINK_ROUTE)]
     steps += [("ret", RET_ERRNO | errno.EACCES)]
     at = {"allow": len(steps), "enosys": len(steps) + 1, "eperm": len(steps) + 2}
+    netlink_check = next((i + 2 for i, (kind, _) in enumerate(steps) if kind == "netlink"), 0)
     check = next(i for i, (kind, _) in enumerate(steps) if kind == "socket") + 2  # the arg load
     out: list[bytes] = []
     for i, (kind, k) in enumerate(steps):
@@ -112,6 +133,8 @@ def program(allowed_families: frozenset[int] | set[int], read_only: bool = False
             out.append(_insn(_JEQ_K, check - nxt, 0, k))
         elif kind == "family":
             out.append(_insn(_JEQ_K, at["allow"] - nxt, 0, k))
+        elif kind == "netlink":  # netlink: go on to its protocol check (after the refusal)
+            out.append(_insn(_JEQ_K, netlink_check - nxt, 0, k))
         else:
             out.append(_insn(_RET_K, 0, 0, k))
     out += [_insn(_RET_K, 0, 0, RET_ALLOW), _insn(_RET_K, 0, 0, RET_ERRNO | errno.ENOSYS),
@@ -149,4 +172,5 @@ class SocketFilter:
 def describe(allowed: frozenset[int]) -> str:
     names = {AF_UNIX: "Unix", AF_INET: "IPv4", AF_INET6: "IPv6", AF_NETLINK: "netlink"}
     kept = ", ".join(names.get(f, str(f)) for f in sorted(allowed)) or "none"
+    kept = kept.replace("netlink", "netlink (route only)")
     return f"sockets: only {kept}"

@@ -1,0 +1,168 @@
+"""Programs codebelt starts itself on the model's behalf — ripgrep for Glob and Grep, language
+servers for LSP — run in the read-only jail like a command judged read-only: a language server
+executes the workspace's own interpreter (`.venv/bin/python`) to learn its search paths, and
+reads every file it is pointed at, Read-denied ones included.
+
+`HelperProfile` says what one helper needs beside the workspace: its own installation readable,
+whether it uses devices, /proc and a writable scratch (its cache, HOME and TMPDIR, thrown away
+with it), and which of the caller's environment variables it sees (an allow-list: a helper
+needs no credential). `Sandbox.helper(profile, masked)` gives the wrapper; `end_tree(pid)`
+ends a long-lived helper with everything it started, daemons included.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+# What a helper may see of the caller's environment: where programs and toolchains are, the
+# locale. Nothing else — tokens and keys in the agent's environment stay out.
+ENV_KEEP = ("PATH", "LANG", "LANGUAGE", "TZ", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV",
+            "JAVA_HOME", "GOROOT", "GOPATH", "CARGO_HOME", "RUSTUP_HOME", "NODE_PATH")
+
+
+@dataclass(frozen=True)
+class HelperProfile:
+    """What a helper needs in the jail besides the workspace (read-only) and the system dirs.
+
+    name: for messages and the scratch directory.
+    readable: its own files (the program's installation) when outside the system dirs.
+    system: devices, /proc's machine entries and a private scratch (HOME, TMPDIR,
+      XDG_CACHE_HOME) that lives as long as the helper — what interpreters and servers use.
+      False (ripgrep): none of those, and no file writable at all.
+    prefer_landlock: use Landlock before bwrap when both work (a short-lived helper started
+      many times a minute: Landlock costs a fraction of a namespace set-up per start).
+    long_lived: the helper may start processes that outlive their parent (a server): under
+      Landlock, which has no pid namespace, it is made a child subreaper so that whatever it
+      orphans stays its descendant and `end_tree` finds it.
+    env: extra variables set for it (the user's server settings).
+    """
+
+    name: str
+    readable: tuple[Path, ...] = ()
+    system: bool = True
+    prefer_landlock: bool = False
+    long_lived: bool = False
+    env: tuple[tuple[str, str], ...] = ()
+
+
+def helper_env(base: dict[str, str], profile: HelperProfile) -> dict[str, str]:
+    """The helper's environment: the allow-listed variables of `base`, the profile's own."""
+    env = {k: v for k, v in base.items() if k in ENV_KEEP or k.startswith("LC_")}
+    env.update(profile.env)
+    return env
+
+
+def install_dirs(program: str | os.PathLike[str]) -> list[Path]:
+    """The directories a program's installation lives in, to make readable in the jail: the
+    real directory of the program, the outermost `node_modules` above it (a Node program loads
+    its packages from there), and for a script, the interpreter its first line names."""
+    out: list[Path] = []
+    real = Path(os.path.realpath(program))
+    out.append(real.parent)
+    parts = real.parts
+    if "node_modules" in parts:
+        out.append(Path(*parts[: parts.index("node_modules") + 1]))
+    try:
+        with open(real, "rb") as f:
+            first = f.readline(512)
+    except OSError:
+        first = b""
+    if first.startswith(b"#!"):
+        words = first[2:].decode("utf-8", "replace").split()
+        if words and words[0].startswith("/"):
+            interp = Path(words[0])
+            out += [interp.parent, Path(os.path.realpath(interp)).parent]
+            # a virtual environment's interpreter: the environment and the Python it was made from
+            venv = interp.parent.parent
+            if (venv / "pyvenv.cfg").is_file():
+                out.append(venv)
+    return list(dict.fromkeys(out))
+
+
+def python_dirs() -> list[Path]:
+    """Where codebelt's own Python lives (its prefix and the one it was made from)."""
+    return list(dict.fromkeys(Path(os.path.realpath(p)) for p in (sys.prefix, sys.base_prefix)))
+
+
+# -- ending a helper with everything it started -------------------------------------------------
+def _parents() -> dict[int, int]:
+    """pid → parent pid of every process (Linux /proc)."""
+    out: dict[int, int] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        # the command name is in parentheses and may hold anything: the fields follow the last ")"
+        fields = data[data.rfind(b")") + 2:].split()
+        if len(fields) > 1:
+            out[int(name)] = int(fields[1])
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid`, parents before their children."""
+    children: dict[int, list[int]] = {}
+    for child, parent in _parents().items():
+        children.setdefault(parent, []).append(child)
+    out: list[int] = []
+    todo = list(children.get(pid, ()))
+    while todo:
+        p = todo.pop(0)
+        out.append(p)
+        todo += children.get(p, ())
+    return out
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def end_tree(pid: int, rounds: int = 50) -> None:
+    """Kill `pid` and every process below it. Each one is stopped first so that none can start
+    another while the tree is collected (stopped processes do not fork); the root goes last,
+    because while it lives, as a subreaper or a pid namespace's parent, nothing below it can be
+    orphaned away from it."""
+    _signal(pid, signal.SIGSTOP)
+    seen: set[int] = set()
+    for _ in range(rounds):
+        new = [p for p in descendants(pid) if p not in seen]
+        if not new:
+            break
+        for p in new:
+            _signal(p, signal.SIGSTOP)
+        seen.update(new)
+    for p in seen:
+        _signal(p, signal.SIGKILL)
+    _signal(pid, signal.SIGKILL)
+    _signal(pid, signal.SIGCONT)  # a stopped process takes SIGKILL anyway; this is for a traced one
+    deadline = time.monotonic() + 2.0
+    while seen and time.monotonic() < deadline:
+        seen = {p for p in seen if os.path.exists(f"/proc/{p}") and not _zombie(p)}
+        if seen:
+            time.sleep(0.01)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read()
+    except OSError:
+        return True
+    state = data[data.rfind(b")") + 2:][:1]
+    return state in (b"Z", b"X")
