@@ -30,7 +30,8 @@ CREATE TABLE IF NOT EXISTS calls (
     result_chars INTEGER NOT NULL,
     is_error INTEGER NOT NULL,
     error TEXT,
-    checkpoint INTEGER
+    checkpoint INTEGER,
+    confinement TEXT
 );
 CREATE INDEX IF NOT EXISTS calls_ts ON calls(ts);
 CREATE TABLE IF NOT EXISTS hook_runs (
@@ -50,7 +51,7 @@ CREATE INDEX IF NOT EXISTS calls_tool ON calls(tool);
 """
 COLUMNS = (
     "id", "ts", "session_id", "workspace", "tool", "input", "decision", "decided_by", "reason",
-    "duration_ms", "result_chars", "is_error", "error", "checkpoint",
+    "duration_ms", "result_chars", "is_error", "error", "checkpoint", "confinement",
 )
 MAX_ERROR_CHARS = 1_000
 MAX_VALUE_CHARS = 500
@@ -103,6 +104,8 @@ def connect(path: Path) -> sqlite3.Connection:
         conn.execute("ALTER TABLE calls ADD COLUMN error TEXT")
     if "checkpoint" not in columns:  # the checkpoint a call made (see docs/checkpoints.md)
         conn.execute("ALTER TABLE calls ADD COLUMN checkpoint INTEGER")
+    if "confinement" not in columns:  # where what the call started ran
+        conn.execute("ALTER TABLE calls ADD COLUMN confinement TEXT")
     return conn
 
 
@@ -151,6 +154,7 @@ class AuditLog:
                 int(is_error),
                 error[:MAX_ERROR_CHARS] if error else None,
                 checkpoint,
+                getattr(decision, "confinement", None),
             )
             self._queue.put(row)
         except Exception as e:  # noqa: BLE001
@@ -194,8 +198,8 @@ class AuditLog:
                                 " duration_ms, decision, error) VALUES (?,?,?,?,?,?,?,?,?,?)", hook_rows)
                         conn.executemany(
                             "INSERT INTO calls (ts, session_id, workspace, tool, input, decision,"
-                            " decided_by, reason, duration_ms, result_chars, is_error, error, checkpoint)"
-                            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                            " decided_by, reason, duration_ms, result_chars, is_error, error, checkpoint, confinement)"
+                            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                             rows,
                         )
                 except Exception as e:  # noqa: BLE001 — the audit never fails a call
@@ -240,7 +244,9 @@ def query(
         args.append(session_id)
     if errors_only:
         where.append("is_error = 1")
-    sql = f"SELECT {', '.join(COLUMNS)} FROM calls"
+    present = {row[1] for row in conn.execute("PRAGMA table_info(calls)")}
+    # a log written by an older codebelt lacks the newer columns: they read as NULL
+    sql = f"SELECT {', '.join(c if c in present else 'NULL' for c in COLUMNS)} FROM calls"
     if where:
         sql += " WHERE " + " AND ".join(where)
     sql += " ORDER BY id DESC"

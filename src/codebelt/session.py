@@ -272,6 +272,7 @@ class Session:
                 tool_families=families,
                 sandbox_contains=self._sandbox_contains,
                 jail_available=self._jail_available,
+                helper_tools={t.name for t in self._tools.values() if t.starts_programs},
             )
             self._audit = None
             if audit:
@@ -648,8 +649,14 @@ class Session:
         return _Prepared(tool, params)
 
     def _permit(self, tool: Tool, params: Any, raw: Any, ctx: ToolContext, pre: Any = None) -> Decision:
+        """The call's decision. Hooks and approvals settle whether it runs; how what it starts is
+        confined stays the engine's answer."""
         requests = tool.permission_requests(params, ctx)
         decision = self.engine.decide(tool.name, requests)
+        return self._decide(tool, params, raw, ctx, pre, requests, decision).confined(decision.confinement)
+
+    def _decide(self, tool: Tool, params: Any, raw: Any, ctx: ToolContext, pre: Any, requests: list,
+                decision: Decision) -> Decision:
         hooked = pre.permission if pre is not None else None
         if hooked == "deny":
             return Decision.deny(f"denied by a PreToolUse hook: {pre.permission_reason or '; '.join(pre.reasons) or 'no reason given'}",

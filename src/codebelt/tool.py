@@ -84,8 +84,9 @@ ProgressCallback = Callable[[str, dict[str, Any]], None]
 class Services:
     """Per-session singletons (the file-state store, the task manager, the sandbox …), created
     on first use by a factory that receives the asking call's `ToolContext` and reads only its
-    session-wide fields. `close()` closes them in the order they were created (the task manager
-    stops its commands before the sandbox removes what is left)."""
+    session-wide fields. `close()` closes them in the order they were created, those marked
+    `closes_last` after the rest (the task manager stops its commands, the language servers
+    end, before the sandbox removes what is left)."""
 
     def __init__(self) -> None:
         self._items: dict[Any, Any] = {}
@@ -121,6 +122,8 @@ class Services:
             # (now closed) objects rather than new ones nobody would close
             self._closed = True
             items = list(self._items.values())
+        # what others run inside (the sandbox: `closes_last`) goes after them, whenever it was made
+        items.sort(key=lambda s: bool(getattr(s, "closes_last", False)))
         for s in items:
             close = getattr(s, "close", None)
             if callable(close):
@@ -221,6 +224,9 @@ class Tool:
     # Which family of path rules covers this tool's path requests besides rules naming it:
     # "read" (`Read(…)` rules), "edit" (`Edit(…)` rules), or None.
     permission_family: ClassVar[Literal["read", "edit"] | None] = None
+    # Whether a call may start programs on the model's behalf (a command, ripgrep, a language
+    # server for diagnostics): its decision then says how they are confined.
+    starts_programs: ClassVar[bool] = False
     # None: the tool bounds its own output and is never evicted.
     max_result_chars: ClassVar[int | None] = 30_000
     search_hint: ClassVar[str] = ""

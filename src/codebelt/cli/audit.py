@@ -30,6 +30,8 @@ def run(args: argparse.Namespace) -> int:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["ts"]))
         status = "ERROR" if row["is_error"] else "ok"
         decision = f"{row['decision']}({row['decided_by']})" if row["decision"] else "-"
+        if row.get("confinement") and row["confinement"] != "none":
+            decision += f"/{row['confinement']}"  # where what the call started ran
         inp = row["input"] if len(row["input"]) <= 100 else row["input"][:100] + "…"
         checkpoint = f"  checkpoint {row['checkpoint']}" if row.get("checkpoint") is not None else ""
         sys.stdout.write(

@@ -30,6 +30,7 @@ from .rules import Rule, RuleSet
 if TYPE_CHECKING:
     from ..shell.analysis.analyze import Analysis, CommandVerdict, ObjectRead
     from ..workspace import Workspace
+    from .confinement import ConfinementPolicy
 
 
 class CommandPolicy:
@@ -39,13 +40,19 @@ class CommandPolicy:
 
     def __init__(self, rules: RuleSet, mode: str, workspace: "Workspace",
                  decide_path: Callable[[PathRequest], Decision], sandbox_auto_allow: Callable[[], bool],
-                 jail_available: Callable[[], bool] = lambda: False):
+                 jail_available: Callable[[], bool] = lambda: False,
+                 confinement: "ConfinementPolicy | None" = None):
         self.rules = rules
         self.mode = mode
         self.workspace = workspace
         self.decide_path = decide_path
         self.sandbox_auto_allow = sandbox_auto_allow
         self.jail_available = jail_available
+        if confinement is None:
+            from .confinement import ConfinementPolicy
+
+            confinement = ConfinementPolicy(jail_available, "auto")
+        self.confinement = confinement
 
     def analyze(self, request: CommandRequest) -> "Analysis":
         """The request's analysis: the one it carries, or made now from its parse (or text)."""
@@ -61,38 +68,45 @@ class CommandPolicy:
 
 
 def decide_analysis(engine: CommandPolicy, a: "Analysis") -> Decision:
+    """The decision for a command, with its confinement: the read-only jail when every part of
+    it was judged read-only (and a jail works here), else the write sandbox."""
+    decision, all_read_only = _decide_analysis(engine, a)
+    return decision.confined(engine.confinement.for_command(all_read_only))
+
+
+def _decide_analysis(engine: CommandPolicy, a: "Analysis") -> tuple[Decision, bool]:
     text = a.command.strip()
     whole = engine.rules.match_command(text)
     if whole is not None and whole[0] == "deny":
-        return Decision.from_rule(*whole)
+        return Decision.from_rule(*whole), False
     for inner in a.inner_commands:  # literal commands inside a complex script: `(curl x)`
         m = engine.rules.match_command(inner)
         if m is not None and m[0] == "deny" and m[1].specifier is not None:
-            return Decision.from_rule(*m)
+            return Decision.from_rule(*m), False
     if a.complex is not None or a.too_long:
         what = (f"the command is {len(a.command):,} characters long (over 10,000)" if a.too_long
                 else f"complex command: {a.complex}")
         if a.dangerous and _strict_allow(engine, text, exact=True) is None:
-            return Decision.deny(f"dangerous: {a.dangerous}", "danger")
+            return Decision.deny(f"dangerous: {a.dangerous}", "danger"), False
         if whole is not None and whole[0] == "ask":
-            return Decision.from_rule(*whole)
+            return Decision.from_rule(*whole), False
         allow = _strict_allow(engine, text)
         if allow is not None:
-            return Decision.from_rule("allow", allow)
+            return Decision.from_rule("allow", allow), False
         if a.too_long:
-            return _ask_or_mode(engine, what)
-        return _mode(engine, f"{what}; it cannot be checked part by part", None)
+            return _ask_or_mode(engine, what), False
+        return _mode(engine, f"{what}; it cannot be checked part by part", None), False
     decisions = _unjailed(engine, a.commands, [_decide_part(engine, v) for v in a.commands])
     if not decisions:
-        return Decision.allow("allowed: empty command", "read-only")
+        return Decision.allow("allowed: empty command", "read-only"), True
     for behavior in ("deny", "ask"):
         # a rule that decided is the most useful thing to name (`cat x | … ` asking because of
         # Read(./.env) rather than because the other parts then run outside the jail)
         for d in sorted((d for d in decisions if d.behavior == behavior), key=lambda d: d.decided_by != "rule"):
-            return d
+            return d, False
     if all(d.decided_by == "read-only" for d in decisions):
-        return Decision.allow("allowed: read-only command", "read-only")
-    return next((d for d in decisions if d.decided_by != "read-only"), decisions[0])
+        return Decision.allow("allowed: read-only command", "read-only"), True
+    return next((d for d in decisions if d.decided_by != "read-only"), decisions[0]), False
 
 
 def _unjailed(engine: CommandPolicy, verdicts: list["CommandVerdict"], decisions: list[Decision]) -> list[Decision]:

@@ -1,4 +1,5 @@
-"""A permission decision: allow, ask or deny, with who decided and a reason a person can read."""
+"""A permission decision: allow, ask or deny, with who decided, a reason a person can read, and
+how the programs the call starts are confined."""
 
 from __future__ import annotations
 
@@ -15,6 +16,13 @@ DecidedBy = Literal[
     "rule", "mode", "read-only", "user", "sandbox", "workspace", "danger", "default", "approver"
 ]
 
+# Where the programs a call starts run (confinement.py decides it, tools obey it):
+# "jail"    the read-only jail — nothing writable, no network, Read-denied paths masked;
+# "sandbox" the write sandbox as sandbox.mode sets it up (a helper, which never writes, runs in
+#           the jail for it: the stricter of the two);
+# "none"    no OS confinement (the sandbox is off, or no jail works here for a helper).
+Confinement = Literal["jail", "sandbox", "none"]
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -25,6 +33,8 @@ class Decision:
     source: str | None = None  # where that rule came from, e.g. ".codebelt/settings.json"
     # For ask/deny: what would allow the call ("add the rule Edit(src/**)", "--mode acceptEdits").
     suggestion: str | None = None
+    # Set by the engine for every call; `decided_by` is only a label and never chooses it.
+    confinement: Confinement = "sandbox"
 
     @classmethod
     def allow(cls, reason: str, decided_by: DecidedBy = "default", **kw: Any) -> "Decision":
@@ -43,6 +53,9 @@ class Decision:
         """The decision a matching rule makes, with the rule and its file in the reason."""
         return cls(behavior, f"{_VERB[behavior]} by rule {rule.text} in {rule.source or 'settings'}",  # type: ignore[arg-type]
                    "rule", rule=rule.text, source=rule.source or None)
+
+    def confined(self, confinement: Confinement) -> "Decision":
+        return replace(self, confinement=confinement)
 
     def refused(self, why: str) -> "Decision":
         """An `ask` nobody could answer becomes a deny that says what would allow it."""

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
 from .bash import CommandPolicy
-from .decision import Decision, by_mode, combine
+from .confinement import ConfinementPolicy
+from .decision import Confinement, Decision, by_mode, combine
 from .denied import DeniedFiles
 from .requests import CommandRequest, PathRequest, Request
 from .rules import RuleSet, parse_rules
@@ -39,7 +40,9 @@ class PermissionEngine:
     `"edit"`), as each tool declares it. `sandbox_contains` answers whether Bash commands run in
     a sandbox that keeps protected paths read-only (asked lazily: probing it starts processes);
     `jail_available` whether commands judged read-only run in the read-only jail (without one,
-    only exactly modelled programs stay read-only).
+    only exactly modelled programs stay read-only). `helper_tools` names the tools that start
+    helper programs (ripgrep, language servers): their calls are confined like those helpers
+    (confinement.py); every decision says how (`Decision.confinement`).
     """
 
     def __init__(
@@ -51,6 +54,7 @@ class PermissionEngine:
         tool_families: Mapping[str, str] | None = None,
         sandbox_contains: Callable[[], bool] | None = None,
         jail_available: Callable[[], bool] | None = None,
+        helper_tools: "frozenset[str] | set[str]" = frozenset(),
     ):
         self.settings = settings
         self.workspace = workspace
@@ -64,8 +68,9 @@ class PermissionEngine:
         self._sandbox_contains = sandbox_contains
         self._jail_available = jail_available
         self._denied = DeniedFiles(self.rules.read_deny_rules())
+        self.confinement = ConfinementPolicy(self.jail_available, settings.sandbox.mode, frozenset(helper_tools))
         self._commands = CommandPolicy(self.rules, self.mode, workspace, self.decide_path, self.sandbox_auto_allow,
-                                       self.jail_available)
+                                       self.jail_available, self.confinement)
 
     # -- questions other parts ask ---------------------------------------------------------------
     def has_rules(self, behavior: str) -> bool:
@@ -160,7 +165,7 @@ class PermissionEngine:
                                   self._families)
             other._narrowing_asks = False
             other._commands = CommandPolicy(other.rules, other.mode, other.workspace, other.decide_path,
-                                            other.sandbox_auto_allow, other.jail_available)
+                                            other.sandbox_auto_allow, other.jail_available, other.confinement)
             self._without_narrowing_asks = other
         return self._without_narrowing_asks
 
@@ -170,6 +175,7 @@ class PermissionEngine:
         if bare is not None and bare.behavior == "deny":
             return bare
         decisions = [self.decide_request(tool, r) for r in requests]
+        confinement = self._confinement(tool, requests, decisions)
         if bare is not None and bare.behavior == "ask":
             decisions.append(bare)
         if not decisions:
@@ -179,13 +185,22 @@ class PermissionEngine:
             decisions = [bare if d.behavior == "ask" and d.decided_by in ("mode", "read-only") else d for d in decisions]
         result = combine(decisions)
         if result.behavior == "ask" and self.mode == "dontAsk":
-            return Decision.deny(
+            result = Decision.deny(
                 f"{result.reason} (mode dontAsk denies anything not explicitly allowed)",
                 "mode",
                 suggestion=result.suggestion,
             )
-        return result
+        return result.confined(confinement)
 
+    def _confinement(self, tool: str, requests: list[Request], decisions: list[Decision]) -> Confinement:
+        """A call with a command runs as its command decision says (the jail only when every
+        command in it has the jail); any other call as its tool's helpers."""
+        commands = [d.confinement for r, d in zip(requests, decisions) if isinstance(r, CommandRequest)]
+        if not commands:
+            return self.confinement.for_tool(tool)
+        if all(c == "jail" for c in commands):
+            return "jail"
+        return "none" if all(c == "none" for c in commands) else "sandbox"
     def decide_request(self, tool: str, request: Request) -> Decision:
         if isinstance(request, PathRequest):
             return self.decide_path(request, tool)

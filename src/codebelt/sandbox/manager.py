@@ -97,6 +97,8 @@ class Sandbox:
     the empty protected-path placeholders it created.
     """
 
+    closes_last = True  # a session closes it after what runs inside it (commands, helpers)
+
     def __init__(self, config: SandboxConfig):
         self.cap: ProcessCap | None = None
         self.memory: MemoryCap | None = None

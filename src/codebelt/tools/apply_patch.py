@@ -89,6 +89,7 @@ class ApplyPatch(Tool):
     Output = ApplyPatchOutput
     destructive = True
     max_result_chars = None  # a short list of changed files
+    starts_programs = True
     search_hint = "edit several files or places at once with a patch (add, update, delete, move)"
 
     def validate(self, params: ApplyPatchInput, ctx: ToolContext) -> None:

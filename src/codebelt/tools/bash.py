@@ -174,15 +174,21 @@ def _undo_at_exit(ctx: ToolContext, proc: ShellProcess, before: dict[Path, str] 
 
 
 def _jail(ctx: ToolContext):
-    """The read-only jail's wrapper when this call runs unasked because it was judged read-only
-    (the jail is what makes that judgement safe to act on), else None."""
+    """The read-only jail's wrapper when the call's decision confines it there (the jail is what
+    makes running a command judged read-only without asking safe), else None (the write
+    sandbox, as sandbox.mode sets it up). A call confined to the jail never runs elsewhere: with
+    no jail to be had it is refused."""
     decision = ctx.decision
-    if decision is None or decision.behavior != "allow" or decision.decided_by != "read-only":
+    if decision is None or decision.confinement != "jail":
         return None
     try:
-        return ctx.service(sandbox).jail_wrapper(ctx.permissions.read_denied_paths())
-    except Exception:  # noqa: BLE001 - no jail: the decision already required an exact verdict
-        return None
+        wrap = ctx.service(sandbox).jail_wrapper(ctx.permissions.read_denied_paths())
+    except Exception as e:  # noqa: BLE001 - whatever broke, the command does not run unjailed
+        raise ToolError(f"The command was not run: the read-only jail it must run in failed ({e}).") from None
+    if wrap is None:
+        raise ToolError("The command was not run: it may run without asking only in the read-only jail, "
+                        "and no jail works here now.")
+    return wrap
 
 
 def _secret_note(command: str, ctx: ToolContext) -> str | None:
@@ -318,6 +324,7 @@ class Bash(Tool):
     destructive = True
     open_world = True
     max_result_chars = MAX_RESULT_CHARS
+    starts_programs = True
     search_hint = "run a shell command (build, test, git, package managers)"
 
     # -- pipeline hooks ------------------------------------------------------------------------

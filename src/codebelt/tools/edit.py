@@ -37,6 +37,7 @@ class Edit(Tool):
     Output = EditOutput
     destructive = True
     max_result_chars = None  # a short snippet
+    starts_programs = True
     search_hint = "modify a file by replacing exact text"
 
     def validate(self, params: EditInput, ctx: ToolContext) -> None:

@@ -80,6 +80,7 @@ class Glob(Tool):
     concurrency_safe = True
     idempotent = True
     max_result_chars = None  # at most 100 paths (configurable); never evicted
+    starts_programs = True
     search_hint = "find files by name pattern or wildcard"
 
     def _plan(self, params: GlobInput, ctx: ToolContext) -> tuple[Path, str]:

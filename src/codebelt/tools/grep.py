@@ -133,6 +133,7 @@ class Grep(Tool):
     concurrency_safe = True
     idempotent = True
     max_result_chars = None  # bounded by head_limit and the 20,000-character cap
+    starts_programs = True
     search_hint = "search file contents with regex (ripgrep)"
 
     # -- checks ----------------------------------------------------------------------------

@@ -77,6 +77,7 @@ class LSP(Tool):
     idempotent = True
     permission_family = "read"
     max_result_chars = None  # bounded by head_limit and MAX_LINE_CHARS
+    starts_programs = True
     search_hint = "go to definition, find references, list symbols, call hierarchy"
 
     def _path(self, params: LSPInput, ctx: ToolContext) -> Path | None:

@@ -70,6 +70,7 @@ class MultiEdit(Tool):
     Output = EditOutput
     destructive = True
     max_result_chars = None  # a short snippet
+    starts_programs = True
     search_hint = "several exact-text replacements in one file, all or nothing"
 
     def validate(self, params: MultiEditInput, ctx: ToolContext) -> None:

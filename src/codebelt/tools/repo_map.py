@@ -47,6 +47,7 @@ class RepoMap(Tool):
     idempotent = True
     permission_family = "read"
     max_result_chars = None  # bounded by max_tokens
+    starts_programs = True
     search_hint = "overview of the repository's most important definitions"
 
     def permission_requests(self, params: RepoMapInput, ctx: ToolContext) -> list[PathRequest]:

@@ -58,6 +58,7 @@ class Write(Tool):
     destructive = True
     idempotent = True
     max_result_chars = None  # a one-line confirmation
+    starts_programs = True
     search_hint = "create or overwrite a file"
 
     def precheck(self, params: WriteInput, ctx: ToolContext) -> None:
