@@ -120,7 +120,7 @@ def test_non_utf8_names_and_symlink_loops(ws, make_session):
 
 def test_timeout_is_an_error_not_no_files(ws, make_session, tmp_path):
     slow = tmp_path / "slow-rg"
-    slow.write_text("#!/bin/sh\nsleep 30\n")
+    slow.write_text("#!/bin/sh\nexec sleep 30\n")  # exec: rg may start no process
     slow.chmod(0o755)
     s = make_session(root=ws, settings={"search": {"ripgrepPath": str(slow)},
                                         "glob": {"timeoutMs": 300}})

@@ -199,9 +199,22 @@ def test_read_deny_rules_hide_files_in_every_mode(project, make_session):
         assert not r.is_error, r.text
         assert "util.py" not in r.text and "readme" not in r.text, r.text
         assert "src/app.py" in r.text
-        assert "hidden by Read deny rules" in r.text
+        # not even that a denied file matched: that would answer questions about its content
+        assert "Read deny" not in r.text and "Permission denied" not in r.text, r.text
     r = s.call("Grep", {"pattern": "hello", "path": "src/util.py"})
     assert r.is_error and "denied" in r.text.lower()
+
+
+def test_a_denied_file_is_no_oracle(project, make_session):
+    """Whether a pattern matches inside a Read-denied file must not show: the same answer for
+    the secret and for a string that is nowhere (else the secret is guessed a character at a time)."""
+    (project / "creds.env").write_text("API_KEY=sk-3f9a2\n")
+    s = make_session(root=project, settings={"permissions": {"deny": ["Read(./creds.env)"]}})
+    for mode in ("files_with_matches", "content", "count"):
+        hit = s.call("Grep", {"pattern": "API_KEY=sk-3", "output_mode": mode})
+        miss = s.call("Grep", {"pattern": "API_KEY=zz-9", "output_mode": mode})
+        strip = (lambda r: {k: v for k, v in (r.data or {}).items() if k != "durationMs"})
+        assert hit.text == miss.text and strip(hit) == strip(miss), (hit.text, miss.text)
 
 
 def test_outside_the_workspace_asks(project, tmp_path, make_session):
@@ -272,7 +285,7 @@ def test_symlink_loops_do_not_hang(ws, make_session):
 
 def test_timeout_is_an_error_not_no_matches(ws, make_session, tmp_path):
     slow = tmp_path / "slow-rg"
-    slow.write_text("#!/bin/sh\nsleep 30\n")
+    slow.write_text("#!/bin/sh\nexec sleep 30\n")  # exec: rg may start no process
     slow.chmod(0o755)
     s = make_session(root=ws, settings={"search": {"ripgrepPath": str(slow)},
                                         "grep": {"timeoutMs": 300}})
@@ -296,7 +309,7 @@ def test_cancel_event_ends_the_search(ws, make_session, tmp_path):
     import threading
 
     slow = tmp_path / "slow-rg"
-    slow.write_text("#!/bin/sh\nsleep 30\n")
+    slow.write_text("#!/bin/sh\nexec sleep 30\n")  # exec: rg may start no process
     slow.chmod(0o755)
     s = make_session(root=ws, settings={"search": {"ripgrepPath": str(slow)}})
     ev = threading.Event()

@@ -18,7 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from ..errors import IntelError, PositionError
 from tree_sitter import Node
@@ -31,6 +31,9 @@ from .pool import INLINE_BELOW, Job, Outcome, Parser, parse_one
 from .rows import unpack_spots
 from .sources import SourceSkipped, read_source
 from .store import Store
+
+if TYPE_CHECKING:
+    from ..search.ripgrep import Ripgrep
 
 BACKEND = "tree-sitter"
 DEFAULT_MAX_FILES = 20_000
@@ -102,7 +105,7 @@ class CodeIndex:
         max_files: int = DEFAULT_MAX_FILES,
         workers: int | None = None,
         progress: Callable[[int, int], None] | None = None,
-        rg: str | None = None,
+        rg: "str | Ripgrep | None" = None,
         max_age: float | None = MAX_AGE,
     ):
         try:

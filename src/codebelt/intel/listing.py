@@ -65,7 +65,7 @@ class _Records(ripgrep.RecordReader):
 
 
 def list_with_ripgrep(root: Path, include: Callable[[Path], bool] | None, max_files: int,
-                      rg: str | None = None) -> Listing:
+                      rg: "str | ripgrep.Ripgrep | None" = None) -> Listing:
     accept = _Accept(root, include, max_files)
     consumer = _Records(accept)
     # sorted so that a capped listing is the same one each time

@@ -40,6 +40,13 @@ class HelperProfile:
       Landlock, which has no pid namespace, it is made a child subreaper so that whatever it
       orphans stays its descendant and `end_tree` finds it.
     env: extra variables set for it (the user's server settings).
+    markers: directories that must exist in the jail's view, empty (a repository's `.git` above
+      the workspace, whose existence tells ripgrep to apply .gitignore rules).
+    cgroups: join the session's process and memory cgroups. A single short-lived process bounded
+      by its own RLIMIT_AS (ripgrep) gains nothing from them, and on cgroup v1 each join is a
+      migration that costs milliseconds per start.
+    no_processes: it may start threads but no process (seccomp), so that nothing it starts can
+      outlive it under Landlock (bwrap's pid namespace ends everything with it anyway).
     """
 
     name: str
@@ -48,6 +55,9 @@ class HelperProfile:
     prefer_landlock: bool = False
     long_lived: bool = False
     env: tuple[tuple[str, str], ...] = ()
+    markers: tuple[Path, ...] = ()
+    cgroups: bool = True
+    no_processes: bool = False
 
 
 def helper_env(base: dict[str, str], profile: HelperProfile) -> dict[str, str]:
@@ -59,11 +69,15 @@ def helper_env(base: dict[str, str], profile: HelperProfile) -> dict[str, str]:
 
 def install_dirs(program: str | os.PathLike[str]) -> list[Path]:
     """The directories a program's installation lives in, to make readable in the jail: the
-    real directory of the program, the outermost `node_modules` above it (a Node program loads
-    its packages from there), and for a script, the interpreter its first line names."""
+    directory it is named in and the one it really is in, the installation prefix above a
+    `bin` directory (an interpreter's library, a virtual environment's packages), the outermost
+    `node_modules` above it (a Node program loads its packages from there), and the same for
+    the interpreter a script's first line names. Never the home directory or a tree that holds
+    it, nor ~/.local as a whole (it keeps other programs' state and keyrings)."""
     out: list[Path] = []
+    named = Path(program)
     real = Path(os.path.realpath(program))
-    out.append(real.parent)
+    out += _with_prefix(named) + _with_prefix(real)
     parts = real.parts
     if "node_modules" in parts:
         out.append(Path(*parts[: parts.index("node_modules") + 1]))
@@ -75,13 +89,24 @@ def install_dirs(program: str | os.PathLike[str]) -> list[Path]:
     if first.startswith(b"#!"):
         words = first[2:].decode("utf-8", "replace").split()
         if words and words[0].startswith("/"):
-            interp = Path(words[0])
-            out += [interp.parent, Path(os.path.realpath(interp)).parent]
-            # a virtual environment's interpreter: the environment and the Python it was made from
-            venv = interp.parent.parent
-            if (venv / "pyvenv.cfg").is_file():
-                out.append(venv)
-    return list(dict.fromkeys(out))
+            out += _with_prefix(Path(words[0])) + _with_prefix(Path(os.path.realpath(words[0])))
+    return [d for d in dict.fromkeys(out) if _not_home_wide(d)]
+
+
+def _with_prefix(path: Path) -> list[Path]:
+    out = [path.parent]
+    prefix = path.parent.parent
+    if path.parent.name == "bin" and ((prefix / "pyvenv.cfg").is_file() or (prefix / "lib").is_dir()):
+        out.append(prefix)
+    return out
+
+
+def _not_home_wide(d: Path) -> bool:
+    home = os.path.realpath(os.path.expanduser("~"))
+    real = os.path.realpath(d)
+    if real == "/" or home == real or home.startswith(real.rstrip("/") + "/"):
+        return False
+    return real != os.path.join(home, ".local")
 
 
 def python_dirs() -> list[Path]:

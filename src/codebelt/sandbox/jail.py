@@ -88,9 +88,10 @@ def _covered(p: Path, dirs: list[Path]) -> bool:
 
 
 def bwrap_args(roots: list[Path], readable: list[Path], masked: list[Path], scratch_in_jail: str,
-               cwd: Path, system: bool = True) -> list[str]:
+               cwd: Path, system: bool = True, markers: "list[Path] | tuple[Path, ...]" = ()) -> list[str]:
     """bwrap options for the read-only jail (without the binary and the command). `system`:
-    a private /dev and /proc (False: neither exists in the jail)."""
+    a private /dev and /proc (False: neither exists in the jail). `markers`: empty directories
+    to create where a directory's existence is all a program needs to see."""
     args = [
         "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-net",
         "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL",
@@ -119,6 +120,9 @@ def bwrap_args(roots: list[Path], readable: list[Path], masked: list[Path], scra
             args += ["--tmpfs", str(p), "--remount-ro", str(p)]
         else:
             args += ["--ro-bind", "/dev/null", str(p)]
+    for m in markers:
+        if not _covered(Path(m), bound):
+            args += ["--dir", str(m)]
     args += ["--dir", scratch_in_jail, "--chdir", str(cwd)]
     return args
 

@@ -106,6 +106,7 @@ class Sandbox:
         self.bwrap_path: str | None = None
         self._made: list[Path] = []  # placeholders this session created
         self._lock = threading.Lock()
+        self._probe_lock = threading.Lock()  # the probe wraps through methods that take _lock
         self.config = config
         self._rulesets: dict[tuple, tuple[tuple, Any]] = {}  # the jail's Landlock rulesets (least recent first)
         self._retired: list[Any] = []  # rulesets replaced while a spawn may still use them: closed at the end
@@ -114,7 +115,7 @@ class Sandbox:
         self._landlock_helpers: bool | None = None  # whether helpers that prefer Landlock get it
         self._jail_root: Path | None = None  # scratch directories of Landlock-jailed commands
         self._jail_root_made = False
-        self._filters: dict[tuple[frozenset[int], bool], _seccomp.SocketFilter] = {}
+        self._filters: dict[tuple[frozenset[int], bool, bool], _seccomp.SocketFilter] = {}
         status = self._select()
         self.jail = self._select_jail(status)
         self._jail_caps()
@@ -230,8 +231,9 @@ class Sandbox:
         sockets = self._socket_filter(backend)
         return argv, env, self._preexec(pairs, restrict, sockets.install_in_child if sockets else None)
 
-    def _preexec(self, pairs, restrict, install_filter, subreaper: bool = False) -> Callable[[], None]:
-        cap, memory = self.cap, self.memory
+    def _preexec(self, pairs, restrict, install_filter, subreaper: bool = False,
+                 cgroups: bool = True) -> Callable[[], None]:
+        cap, memory = (self.cap, self.memory) if cgroups else (None, None)
         libc = None
         if subreaper:
             from .landlock import _syscall
@@ -255,7 +257,8 @@ class Sandbox:
 
         return preexec
 
-    def _socket_filter(self, backend: str | None, jailed: bool = False) -> "_seccomp.SocketFilter | None":
+    def _socket_filter(self, backend: str | None, jailed: bool = False,
+                       no_processes: bool = False) -> "_seccomp.SocketFilter | None":
         """Which socket families a command may create. Network on: any (no filter). Off: netlink
         only — plus TCP/UDP under bwrap, whose network namespace has nothing but its own loopback
         (a test server on 127.0.0.1 keeps working; bwrap itself needs one to bring that loopback
@@ -271,7 +274,7 @@ class Sandbox:
             families |= {_seccomp.AF_INET, _seccomp.AF_INET6}
         if self.config.allow_unix_sockets and not jailed:
             families.add(_seccomp.AF_UNIX)
-        key = (frozenset(families), jailed)
+        key = (frozenset(families), jailed, no_processes)
         with self._lock:
             if key not in self._filters:
                 self._filters[key] = _seccomp.SocketFilter(*key)
@@ -369,7 +372,7 @@ class Sandbox:
     def _helper_backend(self, profile: HelperProfile) -> str | None:
         backend = self.jail.backend
         if backend == "bwrap" and profile.prefer_landlock and self._landlock_abi > 0:
-            with self._lock:
+            with self._probe_lock:
                 if self._landlock_helpers is None:
                     self._landlock_helpers = False  # probed once; a failure keeps bwrap
                     probe = HelperProfile("probe", system=False)
@@ -392,8 +395,11 @@ class Sandbox:
         if profile is None:
             # a long command is read by bash from a script file in the spool directory
             readable += [Path(a).parent for a in argv[1:2] if a.startswith("/") and os.path.isfile(a)]
-        sockets = self._socket_filter(backend, jailed=True)
+        # bwrap must fork its sandbox: its pid namespace ends whatever the helper starts instead
+        no_processes = profile is not None and profile.no_processes and backend not in ("bwrap", "jail-bwrap")
+        sockets = self._socket_filter(backend, jailed=True, no_processes=no_processes)
         install = sockets.install_in_child if sockets else None
+        cgroups = profile is None or profile.cgroups
         if backend in ("bwrap", "jail-bwrap"):
             scratch = _jail.scratch_in_jail([*c.writable_roots, *readable])
             if system:
@@ -405,18 +411,19 @@ class Sandbox:
                 readable += python_dirs()
                 inner = [STAGE_PYTHON, "-I", "-S", "-c", _stage_source(), str(self._stage_abi),
                          scratch, *_jail.STAGE_DEVICES, "--", *argv]
-            args = _jail.bwrap_args(list(c.writable_roots), readable, masked, scratch, cwd, system=system)
+            args = _jail.bwrap_args(list(c.writable_roots), readable, masked, scratch, cwd, system=system,
+                                    markers=profile.markers if profile is not None else ())
             argv = [self.bwrap_path or "bwrap", *args, "--", *inner]
-            return argv, env, self._preexec(pairs, None, install)
+            return argv, env, self._preexec(pairs, None, install, cgroups=cgroups)
         ruleset = self._landlock_ruleset(readable, masked, system)
         subreaper = profile is not None and profile.long_lived
         if not system:
-            return argv, env, self._preexec(pairs, ruleset.restrict_in_child, install)
+            return argv, env, self._preexec(pairs, ruleset.restrict_in_child, install, cgroups=cgroups)
         scratch = Path(tempfile.mkdtemp(prefix="run-", dir=self._scratch_root()))
         env.update(TMPDIR=str(scratch), HOME=str(scratch))
         if profile is not None:
             env["XDG_CACHE_HOME"] = str(scratch / ".cache")
-        preexec = self._preexec(pairs, ruleset.restrict_in_child, install, subreaper=subreaper)
+        preexec = self._preexec(pairs, ruleset.restrict_in_child, install, subreaper=subreaper, cgroups=cgroups)
         return argv, env, preexec, lambda: shutil.rmtree(scratch, ignore_errors=True)
 
     def _landlock_ruleset(self, readable: list[Path], masked: list[Path], system: bool):

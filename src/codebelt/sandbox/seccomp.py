@@ -21,6 +21,10 @@ after fork and before exec (it is inherited by everything the command starts):
   and the kernel keyrings: each is a channel to processes outside the jail that no file right
   or socket family controls (a host process's message queue or shared memory segment; the
   user's keyring, where Kerberos and other tools keep credentials);
+- for a helper that needs no process of its own (ripgrep: threads only), `fork`, `vfork` and
+  a `clone` without CLONE_THREAD fail with EPERM and `clone3` (whose flags a filter cannot
+  read) with ENOSYS, so that the C library falls back to `clone`: nothing it could start
+  outlives it where no pid namespace ends everything with it (Landlock);
 - everything else is allowed. `socketpair` stays allowed: it makes two connected ends and no
   address, which is how programs talk to their own children (node's IPC, pipes between workers).
 """
@@ -75,6 +79,11 @@ _IPC = {
                 217, 218, 219),
 }
 _IPC["amd64"], _IPC["arm64"] = _IPC["x86_64"], _IPC["aarch64"]
+# (clone, fork/vfork, clone3) — aarch64 has neither fork nor vfork
+_PROCESSES = {"x86_64": (56, (57, 58), 435), "aarch64": (220, (), 435)}
+_PROCESSES["amd64"], _PROCESSES["arm64"] = _PROCESSES["x86_64"], _PROCESSES["aarch64"]
+CLONE_THREAD = 0x00010000
+_JSET_K = 0x45  # BPF_JMP | BPF_JSET | BPF_K
 
 
 class SeccompUnavailable(OSError):
@@ -92,9 +101,11 @@ def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
-def program(allowed_families: frozenset[int] | set[int], read_only: bool = False) -> bytes:
+def program(allowed_families: frozenset[int] | set[int], read_only: bool = False,
+            no_processes: bool = False) -> bytes:
     """The BPF program (as the bytes of a sock_filter array) for this machine. `read_only`: also
-    refuse calls that change file metadata and the IPC channels above (EPERM)."""
+    refuse calls that change file metadata and the IPC channels above (EPERM). `no_processes`:
+    threads only, no new process."""
     machine = platform.machine().lower()
     if machine not in _ARCHES:
         raise SeccompUnavailable(errno.ENOSYS, f"no seccomp filter for {platform.machine()}")
@@ -107,13 +118,19 @@ def program(allowed_families: frozenset[int] | set[int], read_only: bool = False
         steps.append(("foreign", foreign))
     steps.append(("enosys_if", nr_uring))
     steps += [("eperm_if", nr) for nr in denied]
+    if no_processes:
+        nr_clone, forks, nr_clone3 = _PROCESSES[machine]
+        steps += [("eperm_if", nr) for nr in forks] + [("enosys_if", nr_clone3), ("clone", nr_clone)]
     steps += [("socket", nr_socket), ("ret", RET_ALLOW), ("ld", _OFF_ARG0)]
     steps += [("family", f) for f in families if f != AF_NETLINK]
     if AF_NETLINK in families:
         steps += [("netlink", AF_NETLINK), ("ret", RET_ERRNO | errno.EACCES), ("ld", _OFF_ARG2),
                   ("family", NETLINK_ROUTE)]
     steps += [("ret", RET_ERRNO | errno.EACCES)]
+    if no_processes:  # clone: a thread (CLONE_THREAD in its flags) or nothing
+        steps += [("ld", _OFF_ARG0), ("thread", CLONE_THREAD)]
     at = {"allow": len(steps), "enosys": len(steps) + 1, "eperm": len(steps) + 2}
+    clone_check = next((i for i, (kind, _) in enumerate(steps) if kind == "thread"), 0) - 1
     netlink_check = next((i + 2 for i, (kind, _) in enumerate(steps) if kind == "netlink"), 0)
     check = next(i for i, (kind, _) in enumerate(steps) if kind == "socket") + 2  # the arg load
     out: list[bytes] = []
@@ -135,6 +152,10 @@ def program(allowed_families: frozenset[int] | set[int], read_only: bool = False
             out.append(_insn(_JEQ_K, at["allow"] - nxt, 0, k))
         elif kind == "netlink":  # netlink: go on to its protocol check (after the refusal)
             out.append(_insn(_JEQ_K, netlink_check - nxt, 0, k))
+        elif kind == "clone":
+            out.append(_insn(_JEQ_K, clone_check - nxt, 0, k))
+        elif kind == "thread":
+            out.append(_insn(_JSET_K, at["allow"] - nxt, at["eperm"] - nxt, k))
         else:
             out.append(_insn(_RET_K, 0, 0, k))
     out += [_insn(_RET_K, 0, 0, RET_ALLOW), _insn(_RET_K, 0, 0, RET_ERRNO | errno.ENOSYS),
@@ -149,9 +170,10 @@ class _SockFprog(ctypes.Structure):
 class SocketFilter:
     """A filter built in the parent; `install_in_child()` only makes two prctl calls."""
 
-    def __init__(self, allowed_families: frozenset[int] | set[int], read_only: bool = False):
+    def __init__(self, allowed_families: frozenset[int] | set[int], read_only: bool = False,
+                 no_processes: bool = False):
         self.allowed = frozenset(allowed_families)
-        code = program(self.allowed, read_only)
+        code = program(self.allowed, read_only, no_processes)
         self._buf = ctypes.create_string_buffer(code, len(code))
         self._prog = _SockFprog(len(code) // 8, ctypes.cast(self._buf, ctypes.c_void_p).value)
         from .landlock import _syscall

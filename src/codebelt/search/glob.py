@@ -72,7 +72,7 @@ def glob_files(
     include_ignored: bool = False,
     extra_excludes: tuple[str, ...] = (),
     visible: Visible | None = None,
-    rg: str | None = None,
+    rg: "str | ripgrep.Ripgrep | None" = None,
     timeout: float = ripgrep.DEFAULT_TIMEOUT,
     kill_grace: float = ripgrep.KILL_GRACE,
     cancel_event: threading.Event | None = None,
@@ -87,6 +87,6 @@ def glob_files(
         out = GlobOutcome(files=c.paths(), total=c.total, hidden=c.hidden)
     out.timed_out, out.cancelled = res.timed_out, res.cancelled
     out.elapsed, out.returncode = res.elapsed, res.returncode
-    if res.returncode not in (0, 1) and not res.stopped_early:
+    if (res.returncode not in (0, 1) and not res.stopped_early) or res.unsafe_ignore_files:
         out.errors = res.errors
     return out

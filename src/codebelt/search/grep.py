@@ -179,7 +179,7 @@ def grep(
     target: str = ".",
     *,
     visible: Visible | None = None,
-    rg: str | None = None,
+    rg: "str | ripgrep.Ripgrep | None" = None,
     timeout: float = ripgrep.DEFAULT_TIMEOUT,
     kill_grace: float = ripgrep.KILL_GRACE,
     cancel_event: threading.Event | None = None,
@@ -220,6 +220,8 @@ def grep(
     out.elapsed, out.returncode = res.elapsed, res.returncode
     if res.returncode == 2 or (res.returncode not in (0, 1) and not res.stopped_early):
         out.errors = res.errors
+    elif res.unsafe_note():
+        out.notes.append(res.unsafe_note())
     return out
 
 

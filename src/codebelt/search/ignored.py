@@ -62,7 +62,7 @@ class Gate:
     the first question waits for it. `ignored` counts paths left out for the ignore rules,
     `denied` those the caller's predicate refused (Read deny rules)."""
 
-    def __init__(self, cwd: str, *, hidden: bool, extra_excludes: tuple[str, ...], rg: str,
+    def __init__(self, cwd: str, *, hidden: bool, extra_excludes: tuple[str, ...], rg: "str | ripgrep.Ripgrep",
                  timeout: float, cancel_event: threading.Event | None = None,
                  visible: Callable[[str], bool] | None = None, max_files: int = MAX_FILES):
         self.cwd = cwd
@@ -101,7 +101,7 @@ class Gate:
             return False
         return True
 
-    def left_out(self, pattern: str, *, hidden: bool, extra_excludes: tuple[str, ...], rg: str,
+    def left_out(self, pattern: str, *, hidden: bool, extra_excludes: tuple[str, ...], rg: "str | ripgrep.Ripgrep",
                  cancel_event: threading.Event | None = None) -> tuple[int, bool]:
         """(ignored files the pattern matches, whether there are more than that) — counted with
         `--no-ignore`, bounded in count and time."""

@@ -5,14 +5,25 @@ list in its own process group (stdin /dev/null), hands stdout to a `Consumer` ch
 and ends rg with SIGTERM (then SIGKILL after a grace period) when the consumer has enough, on
 timeout, or on cancellation. An EAGAIN failure ("Resource temporarily unavailable", common in
 containers with thread limits) is retried once with `-j1`.
+
+Bounded: every run has its timeout and at most `MEMORY_LIMIT` of address space (RLIMIT_AS, set
+in the child before exec, so from rg's first instruction). The caller may confine it (a
+`Ripgrep` with a `wrap`: the read-only jail). An ignore file that is not a regular file — a
+FIFO, which blocks rg's open, or a link to a device such as /dev/zero, which it reads without
+end — or a huge one can make rg hang or run out of memory: when a run ends that way, the
+ignore files under the search root are checked (`ignore_files.py`) and, when some
+are unsafe, the search runs once more with them masked (`Ripgrep.remask`, the jail) or the
+result names them (`RunResult.unsafe_ignore_files`).
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import selectors
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -24,6 +35,7 @@ from typing import Callable, Protocol, Sequence
 
 from ..errors import RipgrepError, RipgrepNotFound
 from ..shell.execution.procs import signal_members
+from .ignore_files import unsafe_ignore_files
 
 DEFAULT_TIMEOUT = 20.0
 KILL_GRACE = 5.0
@@ -33,6 +45,22 @@ CHUNK = 64 * 1024
 STDERR_KEEP = 16 * 1024  # bytes of rg's stderr kept; the rest is counted, not stored
 VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
 EAGAIN_MARKERS = ("os error 11", "Resource temporarily unavailable")
+# rg needs tens of MB; the cap is for an input that makes it grow without end (an ignore file
+# linked to /dev/zero is read as one endless line).
+MEMORY_LIMIT = 2 << 30
+
+# (argv, cwd, env) → (argv, env, preexec_fn[, cleanup]): how a confinement wraps the run.
+Wrapper = Callable[[list[str], Path, dict], tuple]
+
+
+@dataclass(frozen=True)
+class Ripgrep:
+    """The rg to run and how: `wrap` confines it (the read-only jail; None runs it as is), and
+    `remask(paths)` gives the same confinement with these paths masked too (None: cannot)."""
+
+    path: str
+    wrap: Wrapper | None = None
+    remask: Callable[[tuple[Path, ...]], "Ripgrep"] | None = None
 
 
 def _exe(path: Path) -> bool:
@@ -100,6 +128,17 @@ class RunResult:
     retried_single_thread: bool = False
     elapsed: float = 0.0
     argv: list[str] = field(default_factory=list)
+    # ignore files that are not regular files (or are huge) found after a run that hung or
+    # died; `masked` when the search ran again without them
+    unsafe_ignore_files: list[str] = field(default_factory=list)
+    masked: bool = False
+
+    @property
+    def died(self) -> bool:
+        """Ended by a signal nobody here sent (its memory limit, most likely): rg itself exits
+        with 0, 1 or 2; a jail passes a signal on as 128 + its number."""
+        return self.returncode is not None and self.returncode not in (0, 1, 2) and not (
+            self.timed_out or self.cancelled or self.stopped_early or self.over_budget)
 
     @property
     def complete(self) -> bool:
@@ -114,19 +153,44 @@ class RunResult:
 
     @property
     def errors(self) -> list[str]:
-        """ripgrep's own error lines, without the `rg: ` prefix."""
+        """ripgrep's own error lines, without the `rg: ` prefix, and what made it hang or die."""
         out = []
         for line in self.stderr.splitlines():
             line = line.rstrip()
             if line.strip():
                 out.append(line[4:] if line.startswith("rg: ") else line)
+        if self.died:
+            code = self.returncode or 0
+            how = f"killed by signal {-code if code < 0 else code - 128}" if code < 0 or code > 128 else f"ended with {code}"
+            out.append(f"ripgrep {how} (its memory limit is {MEMORY_LIMIT >> 20} MB)")
+        note = self.unsafe_note()
+        if note:
+            out.append(note)
         return out
+
+    def unsafe_note(self) -> str | None:
+        """A sentence naming the ignore files that made rg hang or die, and what became of them."""
+        if not self.unsafe_ignore_files:
+            return None
+        names = ", ".join(self.unsafe_ignore_files[:5]) + (" …" if len(self.unsafe_ignore_files) > 5 else "")
+        if self.masked:
+            return (f"ignore files that are not regular files (or are huge) were left out, their rules "
+                    f"not applied: {names}")
+        return (f"ripgrep hangs or runs out of memory reading these ignore files (not regular files, "
+                f"or huge): {names}; remove them")
 
 
 def _clean_env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("RIPGREP_CONFIG_PATH", None)  # a user config must not change what tools see
     return env
+
+
+def _limit_memory() -> None:
+    """Child side, last before exec: lower RLIMIT_AS to MEMORY_LIMIT (never raise it)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = MEMORY_LIMIT if hard == resource.RLIM_INFINITY else min(hard, MEMORY_LIMIT)
+    resource.setrlimit(resource.RLIMIT_AS, (cap if soft == resource.RLIM_INFINITY else min(soft, cap), cap))
 
 
 def _is_eagain(stderr: str) -> bool:
@@ -138,7 +202,7 @@ def run(
     cwd: str | os.PathLike[str],
     consumer: Consumer,
     *,
-    rg: str | None = None,
+    rg: "str | Ripgrep | None" = None,
     timeout: float = DEFAULT_TIMEOUT,
     kill_grace: float = KILL_GRACE,
     cancel_event: threading.Event | None = None,
@@ -152,11 +216,12 @@ def run(
     and `over_budget` is set (not an error, unlike `timeout`). `keep_going(elapsed)` is the
     same idea as a judgement: polled at least every TICK seconds, False ends rg the same way.
     """
-    binary = rg or locate()
-    result = _run_once(
-        binary, list(args), cwd, consumer, timeout, kill_grace, cancel_event, budget,
-        keep_going,
-    )
+    program = rg if isinstance(rg, Ripgrep) else Ripgrep(rg or locate())
+
+    def once(program: Ripgrep, argv: list[str]) -> RunResult:
+        return _run_once(program, argv, cwd, consumer, timeout, kill_grace, cancel_event, budget, keep_going)
+
+    result = once(program, list(args))
     if (
         result.returncode == 2
         and not (result.timed_out or result.cancelled or result.stopped_early
@@ -165,13 +230,19 @@ def run(
     ):
         # EAGAIN is usually a transient thread-spawn failure: retry once, single-threaded.
         consumer.reset()
-        retry = _run_once(
-            binary, ["-j1", *args], cwd, consumer, timeout, kill_grace, cancel_event, budget,
-            keep_going,
-        )
+        retry = once(program, ["-j1", *args])
         retry.retried_single_thread = True
         retry.elapsed += result.elapsed
-        return retry
+        result = retry
+    if result.timed_out or result.died:
+        unsafe = unsafe_ignore_files(Path(cwd))
+        if unsafe and program.remask is not None:
+            consumer.reset()
+            retry = once(program.remask(tuple(unsafe)), list(args))
+            retry.elapsed += result.elapsed
+            retry.unsafe_ignore_files, retry.masked = [str(p) for p in unsafe], True
+            return retry
+        result.unsafe_ignore_files = [str(p) for p in unsafe]
     return result
 
 
@@ -197,7 +268,7 @@ def _stop(proc: subprocess.Popen, grace: float) -> None:
 
 
 def _run_once(
-    binary: str,
+    program: Ripgrep,
     args: list[str],
     cwd: str | os.PathLike[str],
     consumer: Consumer,
@@ -207,28 +278,54 @@ def _run_once(
     budget: float | None = None,
     keep_going: Callable[[float], bool] | None = None,
 ) -> RunResult:
-    argv = [binary, *args]
-    started = time.monotonic()
+    argv = [program.path, *args]
+    spawn_argv, env, confine, cleanup = argv, _clean_env(), None, None
+    if program.wrap is not None:
+        try:
+            spawn_argv, env, confine, *rest = program.wrap(argv, Path(cwd), env)
+        except OSError as e:
+            raise RipgrepError(f"could not confine ripgrep: {e}") from e
+        cleanup = rest[0] if rest else None
+
+    def preexec() -> None:  # in the child, before exec: the confinement, then the memory cap
+        if confine is not None:
+            confine()
+        _limit_memory()
+
+    # rg's output goes into sockets, not pipes: an ignore file linked to /proc/self/fd/1 would
+    # have rg open its own output pipe for reading and wait on it forever; a socket cannot be
+    # opened by path at all (ENXIO).
+    out_r, out_w = socket.socketpair()
+    err_r, err_w = socket.socketpair()
     try:
         proc = subprocess.Popen(
-            argv,
+            spawn_argv,
             cwd=os.fspath(cwd),
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stdout=out_w.fileno(),
+            stderr=err_w.fileno(),
             start_new_session=True,
-            env=_clean_env(),
+            env=env,
+            preexec_fn=preexec,
         )
-    except OSError as e:
-        raise RipgrepError(f"could not start ripgrep ({binary}): {e}") from e
+    except (OSError, subprocess.SubprocessError) as e:
+        for sock in (out_r, out_w, err_r, err_w):
+            sock.close()
+        if cleanup is not None:
+            cleanup()
+        raise RipgrepError(f"could not start ripgrep ({program.path}): {e}") from e
+    out_w.close()
+    err_w.close()
+    # from rg's start: a confinement's set-up (a fork, a jail) is not rg's pace, which callers
+    # with a time budget judge
+    started = time.monotonic()
 
     result = RunResult(returncode=None, argv=argv)
     err = bytearray()
     deadline = started + timeout
     soft = started + budget if budget is not None else None
     sel = selectors.DefaultSelector()
-    assert proc.stdout is not None and proc.stderr is not None
-    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    out_fd, err_fd = out_r.fileno(), err_r.fileno()
     sel.register(out_fd, selectors.EVENT_READ)
     sel.register(err_fd, selectors.EVENT_READ)
     open_fds = {out_fd, err_fd}
@@ -289,8 +386,10 @@ def _run_once(
         raise
     finally:
         sel.close()
-        proc.stdout.close()
-        proc.stderr.close()
+        out_r.close()
+        err_r.close()
+        if cleanup is not None:
+            cleanup()
     result.returncode = proc.returncode
     result.stderr = err.decode("utf-8", "replace")
     result.elapsed = time.monotonic() - started

@@ -10,15 +10,18 @@ from ..errors import RipgrepNotFound, ToolError
 from ..search import ripgrep
 from ..search.collect import display
 from ..tool import ToolContext
+from ._services import ripgrep_runs
 
 
-def rg_binary(ctx: ToolContext) -> str:
-    """The rg to run, per `search.ripgrepPath` / `search.useSystemRipgrep` (ToolError if none)."""
-    search = ctx.settings.search
+def rg_binary(ctx: ToolContext) -> ripgrep.Ripgrep:
+    """The rg to run, per `search.ripgrepPath` / `search.useSystemRipgrep` (ToolError if none),
+    confined as the call's decision says (the read-only jail, or as it is)."""
     try:
-        return ripgrep.locate(search.ripgrep_path or None, search.use_system_ripgrep)
+        runs = ctx.service(ripgrep_runs)
     except RipgrepNotFound as e:
         raise ToolError(str(e)) from None
+    confinement = ctx.decision.confinement if ctx.decision is not None else ctx.permissions.confinement.for_helpers()
+    return runs.program(confinement)
 
 
 def timeout_seconds(ctx: ToolContext, tool_key: str) -> float:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +21,8 @@ if TYPE_CHECKING:
     from ..intel.index import CodeIndex
     from ..intel.lsp import LspManager
     from ..sandbox import Sandbox
+    from ..sandbox.helpers import HelperProfile
+    from ..search import ripgrep
     from ..shell.execution.cwd import ShellCwd
     from ..shell.execution.tasks import TaskManager
     from ..tool import ToolContext
@@ -97,6 +101,88 @@ def _end_of_output(task, ctx: ToolContext) -> None:
         pass  # the output stays readable without it
 
 
+class RipgrepRuns:
+    """How this session runs ripgrep: the binary its settings name, confined as the call's
+    decision says — the read-only jail with the session's Read-deny paths masked (asked at each
+    run: they change) plus the ignore files found unsafe so far (a FIFO, a link to a device:
+    once one made a search hang or die, later searches leave it out) — and told to skip the
+    masked paths, so it never opens them (under Landlock it would report each as unreadable,
+    naming it; unjailed it would read what then has to be filtered out)."""
+
+    def __init__(self, path: str, sandbox, masks, roots: list[Path]):
+        from ..sandbox.helpers import HelperProfile
+        from ..search.ignore_files import outside_reads
+
+        self.path = path
+        self._sandbox = sandbox  # () -> Sandbox, made on first jailed run
+        self._masks = masks
+        self._roots = roots
+        self._unsafe: set[Path] = set()
+        files, markers = outside_reads(roots)
+        home, xdg = os.environ.get("HOME"), os.environ.get("XDG_CONFIG_HOME")
+        self.profile = HelperProfile(
+            "ripgrep", readable=(Path(path), *files), system=False, prefer_landlock=True,
+            env=tuple((k, v) for k, v in (("HOME", home), ("XDG_CONFIG_HOME", xdg)) if v),
+            markers=tuple(markers), cgroups=False, no_processes=True,
+        )
+
+    def program(self, confinement: str) -> ripgrep.Ripgrep:
+        return self._program(confinement != "none", ())
+
+    def _program(self, jailed: bool, extra: tuple[Path, ...]) -> ripgrep.Ripgrep:
+        from ..search import ripgrep
+
+        self._unsafe.update(extra)
+
+        def wrap(argv, cwd, env):
+            masks = [*self._masks(), *sorted(self._unsafe)]
+            argv = _skipping(argv, masks, Path(cwd))
+            if not jailed:
+                return argv, env, None
+            profile = self.profile
+            if not any(Path(cwd) == r or r in Path(cwd).parents for r in self._roots):
+                # a search the decision allowed outside the workspace (the results directory,
+                # an approved path): that tree is visible too
+                profile = replace(profile, readable=(*profile.readable, Path(cwd)))
+            helper = self._sandbox().helper(profile, masks)
+            if helper is None:
+                raise ripgrep.RipgrepError("ripgrep may run only in the read-only jail, and no jail works here")
+            return helper(argv, cwd, env)
+
+        # masking an ignore file takes the jail (a glob only leaves files out of the search;
+        # rg still reads the ignore files of every directory it enters)
+        return ripgrep.Ripgrep(self.path, wrap, remask=(lambda more: self._program(True, more)) if jailed else None)
+
+
+_GLOB_SPECIAL = re.compile(r"([\\*?\[\]{}])")
+
+
+def _skipping(argv: list[str], masks: list[Path], cwd: Path) -> list[str]:
+    """argv with `--glob !/<path>` for each masked path under `cwd` (anchored at the search
+    root, glob characters escaped), before the `--` that ends rg's options."""
+    globs: list[str] = []
+    for m in masks:
+        try:
+            rel = Path(m).relative_to(cwd)
+        except ValueError:
+            continue
+        if rel.parts:
+            globs += ["--glob", "!/" + _GLOB_SPECIAL.sub(r"\\\1", rel.as_posix())]
+    if not globs or "--" not in argv:
+        return argv
+    at = len(argv) - 1 - argv[::-1].index("--")
+    return [*argv[:at], *globs, *argv[at:]]
+
+
+def ripgrep_runs(ctx: ToolContext) -> RipgrepRuns:
+    from ..search import ripgrep
+
+    search, services, permissions = ctx.settings.search, ctx.services, ctx.permissions
+    path = ripgrep.locate(search.ripgrep_path or None, search.use_system_ripgrep)
+    return RipgrepRuns(path, lambda: services.get(sandbox, ctx), permissions.read_denied_paths,
+                       list(ctx.workspace.roots))
+
+
 def intel_cache_dir(ctx: ToolContext) -> Path:
     """One index per workspace root and set of Read deny rules (an index built without a deny
     rule must not answer for a session that has it)."""
@@ -108,6 +194,18 @@ def intel_cache_dir(ctx: ToolContext) -> Path:
     return Path(base).expanduser() / key
 
 
+def _listing_rg(ctx: ToolContext) -> ripgrep.Ripgrep | None:
+    """The index lists the workspace with ripgrep, confined like the call that made the index."""
+    from ..errors import RipgrepNotFound
+
+    try:
+        runs = ctx.service(ripgrep_runs)
+    except RipgrepNotFound:
+        return None  # the index says so when it lists
+    return runs.program(ctx.decision.confinement if ctx.decision is not None
+                        else ctx.permissions.confinement.for_helpers())
+
+
 def code_index(ctx: ToolContext) -> CodeIndex:
     """The workspace's tree-sitter index, building in the background from first use."""
     from ..intel.index import CodeIndex
@@ -117,6 +215,7 @@ def code_index(ctx: ToolContext) -> CodeIndex:
         ctx.workspace.root, intel_cache_dir(ctx),
         include=(lambda p: not permissions.is_read_denied(p)) if permissions.has_rules("deny") else None,
         max_files=ctx.settings.intel.max_files,
+        rg=_listing_rg(ctx),
     )
     index.start()
     return index
@@ -124,7 +223,8 @@ def code_index(ctx: ToolContext) -> CodeIndex:
 
 def lsp_manager(ctx: ToolContext) -> LspManager:
     """The session's language servers (from `lsp.servers`, then those found installed), each
-    started on first use and closed with the session."""
+    started on first use, in the read-only jail when the call's decision confines helpers
+    there, and closed with the session."""
     from ..intel.lsp import LspManager, detected, from_settings
 
     cfg = ctx.settings.lsp
@@ -134,8 +234,18 @@ def lsp_manager(ctx: ToolContext) -> LspManager:
         specs += [d for d in detected() if d.name not in named]
     if not cfg.enabled:
         specs = []
+    confinement = ctx.decision.confinement if ctx.decision is not None else ctx.permissions.confinement.for_helpers()
+    services, permissions = ctx.services, ctx.permissions
+    jail = None
+    if confinement != "none":
+        def jail(spec):
+            return services.get(sandbox, ctx).helper(server_profile(spec), permissions.read_denied_paths())
+    refusal = None
+    if permissions.has_rules("deny"):
+        refusal = ("not started: a Read deny rule covers files here, and a language server reads every "
+                   "file it is pointed at; only the read-only jail (not available here) hides them from it")
     return LspManager(ctx.workspace.root, specs, request_timeout=cfg.request_timeout_ms / 1000,
-                      start_timeout=cfg.start_timeout_ms / 1000)
+                      start_timeout=cfg.start_timeout_ms / 1000, jail=jail, unjailed_refusal=refusal)
 
 
 def checkpoint_dir(directory: str | None) -> Path:
@@ -161,3 +271,16 @@ def checkpoints(ctx: ToolContext) -> Checkpoints | None:
     placeholders += [str(r / ".git" / d) for r in ctx.workspace.roots for d in GIT_PROTECTED_DIRS]
     return Checkpoints(checkpoint_dir(cfg.directory), [str(r) for r in ctx.workspace.roots], ctx.session_id, limits,
                        placeholders=placeholders, ignore=[ctx.temp_dir, ctx.results_dir])
+
+
+def server_profile(spec) -> HelperProfile:
+    """A language server in the jail: its installation readable, a scratch of its own for caches,
+    its settings' environment, and a subreaper under Landlock so that it ends with all it started."""
+    from ..sandbox.helpers import HelperProfile, install_dirs
+
+    readable = install_dirs(spec.command)
+    for arg in spec.args:  # a script or a config file its command line names
+        if arg.startswith("/") and os.path.exists(arg):
+            readable += install_dirs(arg) if os.path.isfile(arg) else [Path(arg)]
+    return HelperProfile(f"lsp-{spec.name}", readable=tuple(dict.fromkeys(readable)), system=True,
+                         long_lived=True, env=tuple(spec.env.items()))

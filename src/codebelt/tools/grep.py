@@ -388,4 +388,7 @@ class _Formatter:
         )
         if found:
             text += f" {found} entries had been found before the timeout."
+        unsafe = [e for e in o.errors if "ignore files" in e]
+        if unsafe:
+            text += " " + unsafe[0][0].upper() + unsafe[0][1:] + "."
         return ToolResult(text=text, data={"error": text, "timedOut": True}, is_error=True)

@@ -9,7 +9,11 @@
   document with the document version they were computed for.
 - `request()` waits at most its timeout; on timeout it sends `$/cancelRequest` and raises
   `LspTimeout`. Garbage on stdout, a closed pipe or an exit marks the client dead (`LspCrashed`).
-- `close()`: `shutdown` + `exit` with a bounded wait, then SIGTERM/SIGKILL to the group.
+- `close()`: `shutdown` with a bounded wait, then the server and everything it started are
+  killed (`end_tree`: a daemon it forked is found as its descendant — in the read-only jail
+  under Landlock the server is made a child subreaper so that orphans stay below it).
+- `wrap` confines the server (the read-only jail): `(argv, cwd, env) -> (argv, env, preexec[,
+  cleanup])`; the cleanup (its scratch directory) runs once the server is gone.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 
 from ...errors import IntelError
 from ...humanize import duration
+from ...sandbox.helpers import end_tree
 from ...shell.execution.procs import signal_members
 from . import methods as lsp
 from .transport import ProtocolError, encode, read_frame
@@ -67,7 +72,7 @@ class _Pending:
 
 class LspClient:
     def __init__(self, name: str, argv: list[str], root: Path, env: dict[str, str] | None = None,
-                 settings: dict | None = None):
+                 settings: dict | None = None, wrap=None):
         self.name = name
         self.argv = argv
         self.root = root
@@ -87,13 +92,21 @@ class LspClient:
         self.versions: dict[str, int] = {}  # documents we opened, by URI, least recently used first
         self.texts: dict[str, str] = {}
         self.paths: dict[str, Path] = {}
+        self._cleanup = None
+        self.confined = wrap is not None
+        preexec = None
         try:
+            if wrap is not None:
+                argv, env, preexec, *rest = wrap(list(argv), root, dict(env if env is not None else os.environ))
+                self._cleanup = rest[0] if rest else None
             self.proc = subprocess.Popen(
                 argv, cwd=root, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
+                stderr=subprocess.PIPE, start_new_session=True, close_fds=True, preexec_fn=preexec,
             )
-        except OSError as e:
-            raise LspCrashed(f"the {name} language server could not start ({argv[0]}: {e.strerror or e})") from None
+        except (OSError, subprocess.SubprocessError) as e:
+            self._run_cleanup()
+            raise LspCrashed(f"the {name} language server could not start ({argv[0]}: "
+                             f"{getattr(e, 'strerror', None) or e})") from None
         threading.Thread(target=self._read, name=f"lsp-{name}-out", daemon=True).start()
         self._stderr_thread = threading.Thread(target=self._drain_stderr, name=f"lsp-{name}-err", daemon=True)
         self._stderr_thread.start()
@@ -219,7 +232,11 @@ class LspClient:
             "window": {"workDoneProgress": True},
         }
         result = self.request(lsp.INITIALIZE, {
-            "processId": os.getpid(), "rootUri": self.root.as_uri(), "rootPath": str(self.root),
+            # a jailed server cannot see or signal this process (another pid namespace, Landlock's
+            # signal scope): given our pid it would find us "gone" and exit. It ends when its
+            # input closes.
+            "processId": None if self.confined else os.getpid(),
+            "rootUri": self.root.as_uri(), "rootPath": str(self.root),
             "workspaceFolders": [{"uri": self.root.as_uri(), "name": self.root.name}],
             "capabilities": caps, "initializationOptions": options or None,
             "clientInfo": {"name": "codebelt"},
@@ -295,9 +312,13 @@ class LspClient:
         if self.proc.poll() is None and not self.dead:
             try:
                 self.request(lsp.SHUTDOWN, None, timeout)
-                self.notify(lsp.EXIT, None)
             except Exception:  # noqa: BLE001 - closing: whatever it says, it is ended below
                 pass
+        # Not `exit`: a server that exits on its own leaves its orphans (a daemon it forked)
+        # to init. Killed with its whole tree, nothing it started outlives it. (Only while it is
+        # not reaped: a reaped pid may already be another process's.)
+        if self.proc.poll() is None:
+            end_tree(self.proc.pid)
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -322,4 +343,13 @@ class LspClient:
                 stream.close()
             except OSError:
                 pass
+        self._run_cleanup()
         self._die("closed")
+
+    def _run_cleanup(self) -> None:
+        cleanup, self._cleanup = self._cleanup, None
+        if cleanup is not None:
+            try:
+                cleanup()
+            except OSError:
+                pass

@@ -4,14 +4,23 @@ when it crashes or stops answering (a bounded number of times), closed with the 
 `server_for(path)` never waits for a start: it returns the running client, or None with the
 reason (starting, not installed, failed) so the caller answers from tree-sitter meanwhile and
 says why. `wait_ready(path, timeout)` is for callers that may wait a bounded time.
+
+Confinement: `jail(spec)` gives the wrapper that runs a server in the read-only jail. Without
+one (`jail` None: no jail works here, or the session's servers run unconfined), a server that
+runs the workspace's own programs is not started, and none is started when `unjailed_refusal`
+says why not (the session has Read deny rules: a server reads every file it is pointed at).
+Servers are started from one long-lived thread of the manager's: a jail that dies with its
+parent (bwrap --die-with-parent) is tied to the thread that forked it.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from .client import LspClient, LspCrashed, LspTimeout
 from .servers import ServerSpec, for_extension
@@ -34,15 +43,20 @@ class _Slot:
 
 class LspManager:
     def __init__(self, root: Path, specs: list[ServerSpec], *, request_timeout: float = 5.0,
-                 start_timeout: float = 30.0, env: dict[str, str] | None = None):
+                 start_timeout: float = 30.0, env: dict[str, str] | None = None,
+                 jail: Callable[[ServerSpec], Callable | None] | None = None,
+                 unjailed_refusal: str | None = None):
         self.root = root
         self.specs = specs
         self.request_timeout = request_timeout
         self.start_timeout = start_timeout
         self.env = env
+        self.jail = jail
+        self.unjailed_refusal = unjailed_refusal
         self._slots: dict[str, _Slot] = {}
         self._lock = threading.Lock()
         self._closed = False
+        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="codebelt-lsp-spawn")
 
     def spec_for(self, path: Path) -> ServerSpec | None:
         return for_extension(self.specs, path.suffix.lower())
@@ -62,19 +76,36 @@ class LspManager:
                 threading.Thread(target=self._start, args=(slot,), name=f"lsp-start-{spec.name}", daemon=True).start()
             return slot
 
+    def _refusal(self, spec: ServerSpec) -> str | None:
+        """Why this server may not start unconfined (None: it may)."""
+        if self.jail is not None:
+            return None
+        if spec.runs_workspace_programs:
+            return (f"not started: {spec.name} runs programs the workspace supplies (an interpreter, its "
+                    "own packages), and no read-only jail works here to contain them")
+        return self.unjailed_refusal
+
     def _start(self, slot: _Slot) -> None:
         env = dict(self.env if self.env is not None else os.environ)
         env.update(slot.spec.env)
         client = None
         try:
-            client = LspClient(slot.spec.name, slot.spec.argv(), self.root, env, slot.spec.settings)
+            refused = self._refusal(slot.spec)
+            if refused:
+                raise LspCrashed(refused)
+            wrap = self.jail(slot.spec) if self.jail is not None else None
+            if self.jail is not None and wrap is None:
+                raise LspCrashed("not started: the read-only jail it must run in is not available")
+            spec = slot.spec
+            client = self._spawner.submit(LspClient, spec.name, spec.argv(), self.root, env, spec.settings,
+                                          wrap).result()
             with self._lock:
                 slot.starting = client
                 closed = self._closed
             if closed:
                 raise LspCrashed("the session ended")
             client.initialize(self.start_timeout, slot.spec.initialization_options)
-        except (LspCrashed, LspTimeout, OSError) as e:
+        except (LspCrashed, LspTimeout, OSError, RuntimeError) as e:  # RuntimeError: closed meanwhile
             reason = str(e)
             if client is not None:
                 client.close(0.5)
@@ -164,3 +195,4 @@ class LspManager:
                 s.client = s.starting = None
         for c in clients:
             c.close()
+        self._spawner.shutdown(wait=False)  # every server is gone: its parent thread may end

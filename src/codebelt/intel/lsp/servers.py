@@ -6,6 +6,12 @@ Code's `.lsp.json` plugin shape is accepted too: `{"command", "args", "extension
 {".py": "python"}}`. Found without settings: `basedpyright-langserver` (next to the running
 interpreter, then on PATH) for Python, `typescript-language-server` on PATH for JavaScript and
 TypeScript. Never from the workspace (its `node_modules/.bin` is the repository's code).
+
+`runs_workspace_programs`: whether the server executes programs the workspace supplies.
+basedpyright runs the workspace's interpreter (`.venv/bin/python`, or the one its config names)
+to learn the search paths; typescript-language-server left alone loads the workspace's own
+TypeScript; a server from settings is not known, so it is assumed to. Such a server starts only
+in the read-only jail.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ class ServerSpec:
     env: dict[str, str] = field(default_factory=dict)
     initialization_options: dict[str, Any] | None = None
     settings: dict[str, Any] = field(default_factory=dict)
+    runs_workspace_programs: bool = True
 
     def argv(self) -> list[str]:
         return [self.command, *self.args]
@@ -94,10 +101,12 @@ def typescript_server(tsls: str, name: str = "typescript-language-server") -> Se
     for modules in (pkg.parent.parent, pkg.parent.parent.parent / "node_modules"):
         tsserver = modules / "typescript" / "lib" / "tsserver.js"
         if tsserver.is_file():
-            init = {"tsserver": {"path": str(tsserver)}}
+            # and no automatic type acquisition: it runs npm to install packages
+            init = {"tsserver": {"path": str(tsserver)}, "disableAutomaticTypingAcquisition": True}
             break
     exts = {e: LANGUAGE_IDS[e] for e in TS_EXTENSIONS}
-    return ServerSpec(name, tsls, ("--stdio",), exts, initialization_options=init)
+    return ServerSpec(name, tsls, ("--stdio",), exts, initialization_options=init,
+                      runs_workspace_programs=init is None)
 
 
 def for_extension(specs: list[ServerSpec], ext: str) -> ServerSpec | None:
