@@ -235,7 +235,8 @@ def run(
         retry.elapsed += result.elapsed
         result = retry
     if result.timed_out or result.died:
-        unsafe = unsafe_ignore_files(Path(cwd))
+        # by its real path: the caller may name the root by a held descriptor (/proc/self/fd/N)
+        unsafe = unsafe_ignore_files(Path(os.path.realpath(cwd)))
         if unsafe and program.remask is not None:
             consumer.reset()
             retry = once(program.remask(tuple(unsafe)), list(args))

@@ -135,19 +135,23 @@ class RipgrepRuns:
         self._unsafe.update(extra)
 
         def wrap(argv, cwd, env):
+            # The search root by its real path: rg may be started in it through a descriptor the
+            # caller holds (/proc/self/fd/N, which the child enters before anything else runs);
+            # the jail is built from real paths, and inside bwrap that name means nothing.
+            where = Path(os.path.realpath(cwd))
             masks = [*self._masks(), *sorted(self._unsafe)]
-            argv = _skipping(argv, masks, Path(cwd))
+            argv = _skipping(argv, masks, where)
             if not jailed:
                 return argv, env, None
             profile = self.profile
-            if not any(Path(cwd) == r or r in Path(cwd).parents for r in self._roots):
+            if not any(where == r or r in where.parents for r in self._roots):
                 # a search the decision allowed outside the workspace (the results directory,
                 # an approved path): that tree is visible too
-                profile = replace(profile, readable=(*profile.readable, Path(cwd)))
+                profile = replace(profile, readable=(*profile.readable, where))
             helper = self._sandbox().helper(profile, masks)
             if helper is None:
                 raise ripgrep.RipgrepError("ripgrep may run only in the read-only jail, and no jail works here")
-            return helper(argv, cwd, env)
+            return helper(argv, where, env)
 
         # masking an ignore file takes the jail (a glob only leaves files out of the search;
         # rg still reads the ignore files of every directory it enters)
