@@ -15,7 +15,8 @@ benchmarks/.corpus/intel/ once, then measures:
   index would do);
 - `repo_map` with the default budget: first call (builds the graph) and warm p50;
 - LSP `goToDefinition` through basedpyright (when installed): the first answer after start, and
-  the warm p50 at uses of the sampled names (each asked once to warm its file, then timed).
+  the warm p50 at uses of the sampled names (each asked once to warm its file, then timed) —
+  unjailed and in the read-only jail (as sessions run it), side by side (`--lsp-only`: just these).
 """
 
 from __future__ import annotations
@@ -88,42 +89,58 @@ def rg_defs(root: Path, name: str) -> int:
 
 def lsp_rows(root: Path, ix: CodeIndex, sample: list[str]) -> list[tuple[str, str, str]]:
     from codebelt.intel.lsp import LspManager, ask, detected
+    from codebelt.sandbox import Sandbox, SandboxConfig
+    from codebelt.tools._services import server_profile
 
     specs = [s for s in detected() if s.name == "basedpyright"]
     if not specs:
         return [("LSP goToDefinition", "skipped", "basedpyright-langserver is not installed")]
-    manager = LspManager(root, specs, request_timeout=60, start_timeout=60)
+    uses = []
+    for name in sample:
+        refs = [loc for loc in ix.references(name, limit=20).locations
+                if not loc.text.lstrip().startswith(("def ", "class "))]
+        if refs:
+            uses.append(refs[0])
+    if not uses:
+        return [("LSP goToDefinition", "skipped", "no uses of the sampled names")]
+    tmp = Path(tempfile.mkdtemp(prefix="bench-intel-jail-"))
+    sandbox = Sandbox(SandboxConfig((root,), tmp, name="codebelt-bench"))
+    rows = []
     try:
-        uses = []
-        for name in sample:
-            refs = [loc for loc in ix.references(name, limit=20).locations
-                    if not loc.text.lstrip().startswith(("def ", "class "))]
-            if refs:
-                uses.append(refs[0])
-        if not uses:
-            return [("LSP goToDefinition", "skipped", "no uses of the sampled names")]
-        t = time.perf_counter()
-        manager.wait_ready(uses[0].path, 60)
-        ask(manager, "goToDefinition", uses[0].path, uses[0].line, uses[0].character, None, 10)
-        first = time.perf_counter() - t
-        times, found = [], 0
-        for loc in uses:
-            ask(manager, "goToDefinition", loc.path, loc.line, loc.character, None, 10)  # warms the file
-            t = time.perf_counter()
-            a = ask(manager, "goToDefinition", loc.path, loc.line, loc.character, None, 10)
-            times.append(time.perf_counter() - t)
-            found += bool(a.locations)
-        return [("LSP goToDefinition first answer", f"{first * 1e3:.0f} ms", "basedpyright: start + analysis"),
-                ("LSP goToDefinition warm p50", f"{statistics.median(times) * 1e3:.1f} ms",
-                 f"{len(times)} uses, {found} resolved (types, not names)")]
+        variants = {"unjailed": None}
+        if sandbox.jail.backend is not None:
+            variants[f"jail ({sandbox.jail.backend})"] = lambda spec: sandbox.helper(server_profile(spec))
+        for label, jail in variants.items():
+            manager = LspManager(root, specs, request_timeout=60, start_timeout=60, jail=jail)
+            try:
+                t = time.perf_counter()
+                manager.wait_ready(uses[0].path, 60)
+                ask(manager, "goToDefinition", uses[0].path, uses[0].line, uses[0].character, None, 10)
+                first = time.perf_counter() - t
+                times, found = [], 0
+                for loc in uses:
+                    ask(manager, "goToDefinition", loc.path, loc.line, loc.character, None, 10)  # warms the file
+                    t = time.perf_counter()
+                    a = ask(manager, "goToDefinition", loc.path, loc.line, loc.character, None, 10)
+                    times.append(time.perf_counter() - t)
+                    found += bool(a.locations)
+            finally:
+                manager.close()
+            rows += [(f"LSP goToDefinition first answer, {label}", f"{first * 1e3:.0f} ms",
+                      "basedpyright: start + analysis"),
+                     (f"LSP goToDefinition warm p50, {label}", f"{statistics.median(times) * 1e3:.1f} ms",
+                      f"{len(times)} uses, {found} resolved (types, not names)")]
     finally:
-        manager.close()
+        sandbox.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return rows
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--lsp-only", action="store_true", help="only the LSP rows, jailed and not")
     ap.add_argument("--child-build", nargs=2, metavar=("ROOT", "CACHE"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child_build:
@@ -134,6 +151,16 @@ def main() -> None:
     cache = Path(tempfile.mkdtemp(prefix="bench-intel-"))
     rows: list[tuple[str, str, str]] = []
     try:
+        if args.lsp_only:
+            with CodeIndex(root, cache, workers=args.workers) as ix:
+                ix.refresh()
+                names = [r[0] for r in ix._db().execute(
+                    "SELECT DISTINCT name FROM symbols WHERE kind IN ('class', 'function') ORDER BY name").fetchall()]
+                rows += lsp_rows(root, ix, random.Random(7).sample(names, min(20, len(names))))
+            w = max(len(r[0]) for r in rows)
+            for label, value, note in rows:
+                print(f"{label:<{w}}  {value:>10}  {note}")
+            return
         argv = [sys.executable, __file__, "--child-build", str(root), str(cache)]
         if args.workers is not None:
             argv += ["--workers", str(args.workers)]

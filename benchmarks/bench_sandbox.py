@@ -1,5 +1,7 @@
 """Sandbox overhead: a sandboxed command versus an unsandboxed one, per backend — the write
-sandbox and the read-only jail (what an auto-allowed `ls` runs in) — in the same run.
+sandbox, the read-only jail (what an auto-allowed `ls` runs in; under bwrap with and without
+the Landlock layer inside that refuses FIFO writes) and ripgrep's helper jail (no devices, no
+/proc, no new process, no cgroup) — in the same run.
 
 Each round spawns the command once per variant (interleaved, so machine noise hits all alike),
 the way the Bash runner does: argv list, own session, stdin /dev/null, preexec_fn from the
@@ -22,6 +24,10 @@ import time
 from pathlib import Path
 
 from codebelt.sandbox import Sandbox, SandboxConfig
+from codebelt.sandbox.helpers import HelperProfile
+
+# ripgrep's profile (tools/_services.py), for any program: what a jailed helper pays per start
+RG_LIKE = HelperProfile("bench", system=False, prefer_landlock=True, cgroups=False, no_processes=True)
 
 AIMS_MS = {"landlock": 10.0, "bwrap": 30.0, "jail-landlock": 10.0, "jail-bwrap": 30.0}
 
@@ -68,6 +74,13 @@ def main() -> int:
             if sb.jail.backend == backend:
                 variants[f"jail-{backend}"] = sb.jail_wrapper()
                 print(f"jail-{backend}: {sb.jail.reason}")
+                variants[f"helper-{backend}"] = sb.helper(RG_LIKE)
+                if backend == "bwrap" and sb._stage_abi:
+                    # the jail as it was before the Landlock layer, to show what the layer costs
+                    bare = Sandbox(config=SandboxConfig((ws,), tmp, mode=backend, name="codebelt-bench"))
+                    bare._stage_abi = 0
+                    sandboxes.append(bare)
+                    variants["jail-bwrap-no-layer"] = bare.jail_wrapper()
             else:
                 skipped.append(f"jail-{backend}: unavailable ({sb.jail.reason})")
         times: dict[str, list[float]] = {k: [] for k in variants}
@@ -85,14 +98,14 @@ def main() -> int:
     base = statistics.median(times["unsandboxed"])
     print(f"\n`{' '.join(argv)}`, {args.rounds} rounds, interleaved; {os.cpu_count()} CPUs, "
           f"Python {sys.version.split()[0]}\n")
-    print(f"{'variant':<14} {'min ms':>7} {'median ms':>10} {'p90 ms':>8} {'added ms':>9} {'ratio':>6} {'aim':>12}")
+    print(f"{'variant':<20} {'min ms':>7} {'median ms':>10} {'p90 ms':>8} {'added ms':>9} {'ratio':>6} {'aim':>12}")
     for name, ts in times.items():
         med = statistics.median(ts)
         p90 = statistics.quantiles(ts, n=10)[-1]
         added = med - base
         aim = AIMS_MS.get(name)
         verdict = "" if aim is None else (f"<{aim:g} ms " + ("ok" if added < aim else "MISSED"))
-        print(f"{name:<14} {min(ts):>7.2f} {med:>10.2f} {p90:>8.2f} {added:>9.2f} {med / base:>5.1f}x {verdict:>12}")
+        print(f"{name:<20} {min(ts):>7.2f} {med:>10.2f} {p90:>8.2f} {added:>9.2f} {med / base:>5.1f}x {verdict:>12}")
     for line in skipped:
         print(line)
     return 0

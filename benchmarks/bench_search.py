@@ -6,7 +6,8 @@ Builds a corpus under benchmarks/.corpus/ (N copies of the Python standard libra
 site-packages and __pycache__; N=10 is ~1 GB, ~25k files), then times, side by side:
 
 - codebelt: `Session.call("Grep"/"Glob", …)` — the whole pipeline (validation, permission
-  decision, audit record, formatting), exactly what an agent gets;
+  decision, audit record, formatting), exactly what an agent gets, with ripgrep in the
+  read-only jail (the default) and unjailed (`sandbox.jail: false`) side by side;
 - rg same: the same search run directly, with the flags that make rg itself produce the same
   result set (`--sortr=modified` / `--sort=path`, first 250 or 100 lines read, then killed;
   for content, the faster of that and a full parallel `rg -n`, whose lines are the same set);
@@ -234,6 +235,12 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-search-"))
     s = Session(root, audit=tmp / "audit.db", load_user_settings=False)
+    u = Session(root, audit=tmp / "audit-unjailed.db", load_user_settings=False, settings={"sandbox": {"jail": False}})
+    from codebelt.tools._services import ripgrep_runs
+
+    jail_backend = s.sandbox()._helper_backend(s.service(ripgrep_runs).profile)
+    print(f"ripgrep's jail: {jail_backend or 'none'} (the session's jail for commands: {s.sandbox().jail.backend})")
+    unjailed: dict[str, float] = {}
     R = args.repeat
     rows: list[tuple] = []
     checks: list[tuple[str, bool, str]] = []
@@ -249,6 +256,7 @@ def main() -> None:
         want = {x.decode().removeprefix("./") for x in raw}
         t = race({
             "cb": lambda: s.call("Grep", {"pattern": pat}),
+            "cbu": lambda: u.call("Grep", {"pattern": pat}),
             # same result set: rg sorts newest first itself (single-threaded), first 250
             "same": lambda: raw_rg(rg_args("-l", "--sortr=modified", "-e", pat, "."), root,
                                    head=250),
@@ -262,6 +270,7 @@ def main() -> None:
             rx = re.compile(re.escape(pat).encode())
             t_py, _ = timed(lambda: py_files(root, rx), 1, warm=False)
         rows.append((label, t_cb, t_same, t_any, t_da, t_py))
+        unjailed[label] = t["cbu"]
         full = grep(GrepQuery(pat, limit=None), str(root), rg=RG)
         first_page = r.data["filenames"]
         ok = set(full.files) == want and r.data["total"] == len(want) and set(first_page) <= want
@@ -283,6 +292,7 @@ def main() -> None:
         raw = raw_rg(sorted_args, root, head=250)
         t = race({
             "cb": lambda: s.call("Grep", inp),
+            "cbu": lambda: u.call("Grep", inp),
             "same": lambda: raw_rg(sorted_args, root, head=250),
             # the other way rg gets the same lines: a full parallel scan (sorted by the reader)
             "full": lambda: raw_rg(rg_args("-n", "-e", pat, "."), root),
@@ -297,6 +307,7 @@ def main() -> None:
             rx = re.compile(re.escape(pat).encode())
             t_py, _ = timed(lambda: py_content(root, rx, 250), 1, warm=False)
         rows.append((label, t_cb, t_same, t_any, t_da, t_py))
+        unjailed[label] = t["cbu"]
         got = r.data["content"].splitlines()
         # the page may end earlier than 250 lines at the 20,000-character cap
         checks.append((label, got == want[: len(got)] and len(got) > 0,
@@ -312,6 +323,7 @@ def main() -> None:
         want = {x.decode().removeprefix("./") for x in raw}
         t = race({
             "cb": lambda: s.call("Glob", {"pattern": pat}),
+            "cbu": lambda: u.call("Glob", {"pattern": pat}),
             "same": lambda: raw_rg(rg_args("--files", "--sortr=modified", "--glob", pat, "."),
                                    root, head=100),
             "any": lambda: raw_rg(rg_args("--files", "--glob", pat, "."), root),
@@ -326,11 +338,13 @@ def main() -> None:
         if not args.no_python:
             t_py, _ = timed(lambda: py_glob(root, suffix), 1, warm=False)
         rows.append((label, t_cb, t_same, t_any, t_da, t_py))
+        unjailed[label] = t["cbu"]
         full = glob_files(pat, str(root), limit=None, rg=RG)
         ok = set(full.files) == want and set(r.data["filenames"]) <= want
         checks.append((label, ok, f"{len(want)} files, the 100 newest shown{da_note}"))
 
     s.close()
+    u.close()
     shutil.rmtree(tmp, ignore_errors=True)
 
     # -- report
@@ -344,6 +358,11 @@ def main() -> None:
               f"{fmt_s(t_any):>9}{fmt_r(t_cb, t_any):>7}"
               f"{fmt_s(t_da):>12}{fmt_r(t_da, t_cb):>8}{fmt_s(t_py):>10}{fmt_r(t_py, t_cb):>8}")
     print("ratios: codebelt / rg (same result set; any order); deepagents and rglob+re / codebelt")
+    print()
+    print(f"{'the jail (' + (jail_backend or 'none') + ')':<34}{'jailed':>10}{'unjailed':>10}{'added':>9}{'ratio':>7}")
+    for label, t_cb, *_ in rows:
+        t_u = unjailed[label]
+        print(f"{label:<34}{fmt_s(t_cb):>10}{fmt_s(t_u):>10}{(t_cb - t_u) * 1000:>7.1f}ms{fmt_r(t_cb, t_u):>7}")
     print()
     print("result sets equal to rg's:")
     for label, ok, note in checks:

@@ -226,3 +226,34 @@ def test_ripgrep_is_jailed(backend, target, ws, tmp_path):
         g = s.call("Glob", {"pattern": "*.txt"})
         target.check(g.text)
     assert gone(target.marker) == []
+
+
+@pytest.mark.parametrize("jail", [True, False], ids=["jailed", "unjailed"])
+def test_helpers_get_no_credential_from_the_environment(jail, ws, tmp_path, monkeypatch):
+    secret = f"sk-{uuid.uuid4().hex}"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    monkeypatch.setenv("MY_DEPLOY_TOKEN", secret)
+    fake = tmp_path / "rg"
+    fake.write_text("#!/bin/bash\nfor v in OPENAI_API_KEY MY_DEPLOY_TOKEN; do echo \"$v=${!v}\" >&2; done\nexit 2\n")
+    fake.chmod(0o755)
+    (ws / "m.py").write_text("x = 1\n")
+    plan = json.dumps({"write": [], "read": [], "port": 9, "unix": "/nonexistent", "marker": f"envy-{secret[:8]}",
+                       "env": ["OPENAI_API_KEY", "MY_DEPLOY_TOKEN"]})
+    settings = {"sandbox": {"jail": jail}, "search": {"ripgrepPath": str(fake)},
+                "lsp": {"autoDetect": False, "requestTimeoutMs": 5000,
+                        "servers": {"envy": {"command": SYSTEM_PYTHON, "args": [str(HOSTILE_SERVER), plan],
+                                             "extensions": [".py"]}}}}
+    with Session(ws, settings=settings, load_user_settings=False) as s:
+        if jail and s.sandbox().jail.backend is None:
+            pytest.skip(f"no jail here: {s.sandbox().jail.reason}")
+        r = s.call("Grep", {"pattern": "x"})
+        assert "OPENAI_API_KEY=" in r.text and secret not in r.text, r.text
+        if not jail:
+            return  # a server from settings does not start unjailed (it may run workspace programs)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            h = s.call("LSP", {"operation": "hover", "filePath": "m.py", "line": 1, "character": 1})
+            if "lsp:envy" in h.text:
+                break
+            time.sleep(0.3)
+        assert "loot:" in h.text and secret not in h.text, h.text

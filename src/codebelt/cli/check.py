@@ -55,6 +55,7 @@ def _report(session, a, decision, cwd: Path) -> dict[str, Any]:
         "decision": decision.behavior,
         "reason": decision.reason,
         "decided_by": decision.decided_by,
+        "confinement": decision.confinement,
         "rule": decision.rule,
         "suggestion": decision.suggestion,
         "read_only": a.read_only,
@@ -117,6 +118,8 @@ def _text(r: dict[str, Any]) -> str:
     lines.append(f"read-only jail: {sb.get('jail') or 'none'} — {sb.get('jail_reason', '')}")
     lines.append(f"mode: {r['mode']}")
     lines.append(f"decision: {r['decision'].upper()} — {r['reason']}")
+    lines.append("runs in: " + {"jail": "the read-only jail", "sandbox": "the write sandbox (as sandbox.mode sets it up)",
+                                "none": "no sandbox"}[r["confinement"]])
     if r["suggestion"] and r["decision"] != "allow":
         lines.append(f"to allow: {r['suggestion']}")
     return "\n".join(lines) + "\n"

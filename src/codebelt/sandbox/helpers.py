@@ -60,9 +60,14 @@ class HelperProfile:
     no_processes: bool = False
 
 
+def allowed_env(base: "dict[str, str] | os._Environ[str]") -> dict[str, str]:
+    """The allow-listed variables of `base`: what any helper may see, jailed or not."""
+    return {k: v for k, v in base.items() if k in ENV_KEEP or k.startswith("LC_")}
+
+
 def helper_env(base: dict[str, str], profile: HelperProfile) -> dict[str, str]:
     """The helper's environment: the allow-listed variables of `base`, the profile's own."""
-    env = {k: v for k, v in base.items() if k in ENV_KEEP or k.startswith("LC_")}
+    env = allowed_env(base)
     env.update(profile.env)
     return env
 

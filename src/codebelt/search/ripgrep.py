@@ -180,10 +180,14 @@ class RunResult:
                 f"or huge): {names}; remove them")
 
 
+# What rg reads from its environment that a search needs: where the user's git excludes are
+# (HOME, XDG_CONFIG_HOME), the locale. Not RIPGREP_CONFIG_PATH (a user config must not change
+# what tools see), and no credential of the agent's.
+ENV_KEEP = ("HOME", "XDG_CONFIG_HOME", "LANG", "LANGUAGE", "PATH", "TZ")
+
+
 def _clean_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("RIPGREP_CONFIG_PATH", None)  # a user config must not change what tools see
-    return env
+    return {k: v for k, v in os.environ.items() if k in ENV_KEEP or k.startswith("LC_")}
 
 
 def _limit_memory() -> None:

@@ -230,6 +230,7 @@ def lsp_manager(ctx: ToolContext) -> LspManager:
     started on first use, in the read-only jail when the call's decision confines helpers
     there, and closed with the session."""
     from ..intel.lsp import LspManager, detected, from_settings
+    from ..sandbox.helpers import allowed_env
 
     cfg = ctx.settings.lsp
     specs = from_settings({name: m.model_dump(by_alias=True) for name, m in cfg.servers.items()})
@@ -240,16 +241,22 @@ def lsp_manager(ctx: ToolContext) -> LspManager:
         specs = []
     confinement = ctx.decision.confinement if ctx.decision is not None else ctx.permissions.confinement.for_helpers()
     services, permissions = ctx.services, ctx.permissions
-    jail = None
+    jail = refuse = None
     if confinement != "none":
         def jail(spec):
             return services.get(sandbox, ctx).helper(server_profile(spec), permissions.read_denied_paths())
-    refusal = None
-    if permissions.has_rules("deny"):
-        refusal = ("not started: a Read deny rule covers files here, and a language server reads every "
-                   "file it is pointed at; only the read-only jail (not available here) hides them from it")
+    else:
+        def refuse(spec):
+            if spec.runs_workspace_programs:
+                return (f"not started: {spec.name} runs programs the workspace supplies (an interpreter, its "
+                        "own packages), and no read-only jail works here to contain them")
+            if permissions.has_rules("deny"):
+                return ("not started: a Read deny rule covers files here, and a language server reads every "
+                        "file it is pointed at; only the read-only jail (not available here) hides them from it")
+            return None
     return LspManager(ctx.workspace.root, specs, request_timeout=cfg.request_timeout_ms / 1000,
-                      start_timeout=cfg.start_timeout_ms / 1000, jail=jail, unjailed_refusal=refusal)
+                      start_timeout=cfg.start_timeout_ms / 1000, jail=jail, refuse=refuse,
+                      env=allowed_env(os.environ))
 
 
 def checkpoint_dir(directory: str | None) -> Path:

@@ -5,10 +5,10 @@ when it crashes or stops answering (a bounded number of times), closed with the 
 reason (starting, not installed, failed) so the caller answers from tree-sitter meanwhile and
 says why. `wait_ready(path, timeout)` is for callers that may wait a bounded time.
 
-Confinement: `jail(spec)` gives the wrapper that runs a server in the read-only jail. Without
-one (`jail` None: no jail works here, or the session's servers run unconfined), a server that
-runs the workspace's own programs is not started, and none is started when `unjailed_refusal`
-says why not (the session has Read deny rules: a server reads every file it is pointed at).
+Confinement: `jail(spec)` gives the wrapper that runs a server in the read-only jail (None from
+it: the jail is not available, and the server is not started). `refuse(spec)` says why a server
+may not start at all (the session's policy without a jail: not one that runs the workspace's own
+programs, none where Read deny rules exist); without either, servers run as they are.
 Servers are started from one long-lived thread of the manager's: a jail that dies with its
 parent (bwrap --die-with-parent) is tied to the thread that forked it.
 """
@@ -45,14 +45,14 @@ class LspManager:
     def __init__(self, root: Path, specs: list[ServerSpec], *, request_timeout: float = 5.0,
                  start_timeout: float = 30.0, env: dict[str, str] | None = None,
                  jail: Callable[[ServerSpec], Callable | None] | None = None,
-                 unjailed_refusal: str | None = None):
+                 refuse: Callable[[ServerSpec], str | None] | None = None):
         self.root = root
         self.specs = specs
         self.request_timeout = request_timeout
         self.start_timeout = start_timeout
         self.env = env
         self.jail = jail
-        self.unjailed_refusal = unjailed_refusal
+        self.refuse = refuse
         self._slots: dict[str, _Slot] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -76,21 +76,12 @@ class LspManager:
                 threading.Thread(target=self._start, args=(slot,), name=f"lsp-start-{spec.name}", daemon=True).start()
             return slot
 
-    def _refusal(self, spec: ServerSpec) -> str | None:
-        """Why this server may not start unconfined (None: it may)."""
-        if self.jail is not None:
-            return None
-        if spec.runs_workspace_programs:
-            return (f"not started: {spec.name} runs programs the workspace supplies (an interpreter, its "
-                    "own packages), and no read-only jail works here to contain them")
-        return self.unjailed_refusal
-
     def _start(self, slot: _Slot) -> None:
         env = dict(self.env if self.env is not None else os.environ)
         env.update(slot.spec.env)
         client = None
         try:
-            refused = self._refusal(slot.spec)
+            refused = self.refuse(slot.spec) if self.refuse is not None else None
             if refused:
                 raise LspCrashed(refused)
             wrap = self.jail(slot.spec) if self.jail is not None else None
