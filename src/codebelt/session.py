@@ -272,7 +272,7 @@ class Session:
                 tool_families=families,
                 sandbox_contains=self._sandbox_contains,
                 jail_available=self._jail_available,
-                helper_tools={t.name for t in self._tools.values() if t.starts_programs},
+                helper_tools=self._tools.starting_programs(),
             )
             self._audit = None
             if audit:

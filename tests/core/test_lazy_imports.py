@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from codebelt.tools import INDEX, TOOL_MODULES, module_tools
+from codebelt.tools import INDEX, STARTS_PROGRAMS, TOOL_MODULES, module_tools
 
 SCRIPTS = Path(sysconfig.get_path("scripts"))
 # Libraries no plain text call needs.
@@ -26,6 +26,7 @@ HEAVY = ("mcp", "PIL", "pypdf", "lsprotocol", "tree_sitter", "tree_sitter_langua
 # codebelt's own machinery that a call loads only when it needs it.
 MACHINERY = ("codebelt.intel", "codebelt.hooks", "codebelt.checkpoints", "codebelt.sandbox.manager",
              "codebelt.shell.execution.runner", "codebelt.shell.analysis.parse", "codebelt.mcp", "codebelt.adapters")
+JAILED = tuple(m for m in MACHINERY if m != "codebelt.sandbox.manager")
 TOOLS = tuple(f"codebelt.tools.{m}" for m in TOOL_MODULES)
 PATCH = "*** Begin Patch\n*** Update File: a.txt\n@@\n hello\n-world\n+there\n*** End Patch\n"
 
@@ -52,10 +53,11 @@ CASES = [
     # (id, argv, modules that must load, modules that must not)
     ("call Read", _call("Read", {"file_path": "a.txt"}), ("codebelt.tools.read",),
      HEAVY + MACHINERY + tuple(t for t in TOOLS if t != "codebelt.tools.read")),
-    ("call Glob", _call("Glob", {"pattern": "*.txt"}), ("codebelt.tools.glob",),
-     HEAVY + MACHINERY + tuple(t for t in TOOLS if t != "codebelt.tools.glob")),
-    ("call Grep", _call("Grep", {"pattern": "hello"}), ("codebelt.tools.grep",),
-     HEAVY + MACHINERY + tuple(t for t in TOOLS if t not in ("codebelt.tools.grep", "codebelt.tools.glob"))),
+    # Glob and Grep run ripgrep in the read-only jail: they load the sandbox, nothing else of it
+    ("call Glob", _call("Glob", {"pattern": "*.txt"}), ("codebelt.tools.glob", "codebelt.sandbox.manager"),
+     HEAVY + JAILED + tuple(t for t in TOOLS if t != "codebelt.tools.glob")),
+    ("call Grep", _call("Grep", {"pattern": "hello"}), ("codebelt.tools.grep", "codebelt.sandbox.manager"),
+     HEAVY + JAILED + tuple(t for t in TOOLS if t not in ("codebelt.tools.grep", "codebelt.tools.glob"))),
     ("apply_patch", [str(SCRIPTS / "apply_patch"), PATCH], ("codebelt.patch.apply",),
      HEAVY + MACHINERY + ("pydantic", "codebelt.session", "codebelt.settings", "codebelt.tools", "codebelt.tool")),
     ("codebelt --help", [str(SCRIPTS / "codebelt"), "--help"], ("codebelt.cli",),
@@ -101,6 +103,8 @@ def test_index_names_every_tool_of_every_module():
         for cls in module_tools(module):
             assert INDEX.get(cls.name) == (module, cls.permission_family), (
                 f"codebelt.tools.INDEX[{cls.name!r}] should be ({module!r}, {cls.permission_family!r})")
+            assert (cls.name in STARTS_PROGRAMS) == cls.starts_programs, (
+                f"{cls.name} {'belongs' if cls.starts_programs else 'does not belong'} in codebelt.tools.STARTS_PROGRAMS")
     defined = {cls.name for module in TOOL_MODULES for cls in module_tools(module)}
     assert sorted(set(INDEX) - defined) == []
 

@@ -45,6 +45,12 @@ INDEX: dict[str, tuple[str, str | None]] = {
 }
 
 
+# The built-in tools whose calls may start programs (a command, ripgrep, a language server for
+# diagnostics): their decisions say how those are confined. Their `starts_programs`; a test
+# checks it against the classes.
+STARTS_PROGRAMS = frozenset({"Write", "Edit", "MultiEdit", "Glob", "Grep", "Bash", "ApplyPatch", "LSP", "RepoMap"})
+
+
 def module_tools(module_name: str) -> list[type[Tool]]:
     """The Tool subclasses `codebelt.tools.<module_name>` defines (importing it)."""
     from ..tool import Tool
@@ -84,12 +90,15 @@ class ToolTable(Mapping[str, "Tool"]):
     def __init__(self, classes: Iterable[type[Tool]] | None = None):
         self._order: list[str] = []
         self._families: dict[str, str | None] = {}
+        self._starting: set[str] = set()
         self._tools: dict[str, Tool] = {}
         if classes is None:
             for name, (_, family) in INDEX.items():
                 if INDEX[name][0] in TOOL_MODULES:
                     self._order.append(name)
                     self._families[name] = family
+                    if name in STARTS_PROGRAMS:
+                        self._starting.add(name)
             classes = _unindexed()
         for cls in classes:
             self.add(cls())
@@ -118,6 +127,8 @@ class ToolTable(Mapping[str, "Tool"]):
             return
         self._order.append(name)
         self._families[name] = type(tool).permission_family
+        if type(tool).starts_programs:
+            self._starting.add(name)
         self._tools[name] = tool
 
     def family(self, name: str) -> str | None:
@@ -127,6 +138,10 @@ class ToolTable(Mapping[str, "Tool"]):
     def families(self) -> dict[str, str]:
         """{tool name: family} of the path tools, without importing any."""
         return {name: fam for name, fam in self._families.items() if fam}
+
+    def starting_programs(self) -> set[str]:
+        """The names of the tools whose calls may start programs, without importing any."""
+        return set(self._starting)
 
     def loaded(self) -> list[str]:
         """The names whose tool is instantiated (for tests of the laziness)."""
