@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -148,3 +150,77 @@ def test_without_a_memory_cgroup_the_cap_binds_from_the_first_instruction(jail, 
         assert "MemoryError" in proc.stdout, proc.stdout
     finally:
         sb.close()
+
+
+# -- stale session cgroups: removed by whether their owner holds them, not by pid ----------------
+OWNER = """
+import os, sys, time
+from codebelt.sandbox.config import Limits
+from codebelt.sandbox.limits import MemoryCap, ProcessCap
+cap = {cls} (Limits(processes=64, memory_mb=256), sys.argv[1])
+print(cap.cgroup, flush=True)
+time.sleep(120)
+"""
+SWEEPER = """
+import sys
+from pathlib import Path
+from codebelt.sandbox.limits import _remove_stale_groups
+_remove_stale_groups(Path(sys.argv[1]))
+"""
+
+
+@pytest.mark.parametrize("cls,controller", [("ProcessCap", "pids"), ("MemoryCap", "memory")])
+def test_a_live_sessions_group_survives_a_sweep_from_another_pid_namespace(cls, controller, tmp_path):
+    """Two codebelt processes: the owner of a session cgroup, and another starting a session in
+    its own pid namespace (another container), where the owner's pid does not exist. The
+    sweeper must leave the live owner's (empty) group alone, and remove it once the owner died
+    without closing it."""
+    parent, why, _ = limits.find_controller_parent(controller)
+    if parent is None:
+        pytest.skip(f"no writable {controller} cgroup here: {why}")
+    if subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True).returncode:
+        pytest.skip("cannot make a pid namespace here (unshare)")
+    name = f"codebelt-sweeptest-{os.getpid()}"
+    owner = subprocess.Popen([sys.executable, "-c", OWNER.format(cls=cls), name], stdout=subprocess.PIPE, text=True)
+    try:
+        group = Path(owner.stdout.readline().strip())
+        assert group.parent == parent and group.is_dir(), group
+
+        def sweep_elsewhere() -> None:
+            out = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", SWEEPER,
+                                  str(parent)], capture_output=True, text=True, timeout=60)
+            assert out.returncode == 0, out.stderr
+            # the sweeper really could not see the owner: its pid is not in that namespace
+            check = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "test", "-e",
+                                    f"/proc/{owner.pid}"])
+            assert check.returncode != 0
+
+        sweep_elsewhere()
+        assert group.is_dir(), "a live session's cgroup was removed by a process that could not see its owner"
+        owner.kill()
+        owner.wait(10)
+        sweep_elsewhere()
+        assert not group.exists(), "a dead session's empty cgroup was left"
+    finally:
+        owner.kill()
+        owner.wait(10)
+        if "group" in locals() and group.exists():
+            group.rmdir()
+
+
+def test_a_group_owned_by_a_live_process_is_not_taken_over(tmp_path):
+    """The same name twice (or a remover holding it): the second owner gets no cgroup rather
+    than sharing or stealing the first one's."""
+    parent, why, _ = limits.find_controller_parent("pids")
+    if parent is None:
+        pytest.skip(f"no writable pids cgroup here: {why}")
+    first = limits.ProcessCap(Limits(processes=64), f"codebelt-twice-{os.getpid()}")
+    second = limits.ProcessCap(Limits(processes=64), f"codebelt-twice-{os.getpid()}")
+    try:
+        assert first.cgroup is not None
+        assert second.cgroup is None and "cannot create a pids cgroup" in second.reason
+        assert first.cgroup.is_dir()
+    finally:
+        second.close()
+        first.close()
+    assert not (parent / f"codebelt-twice-{os.getpid()}").exists()

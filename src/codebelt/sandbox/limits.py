@@ -20,6 +20,7 @@ prepared in the parent and only does plain syscalls in the child.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import resource
 import signal
@@ -98,15 +99,16 @@ class ProcessCap:
         self.max = limits.processes
         self.cgroup: Path | None = None
         self._procs_fd: int | None = None
+        self._lock_fd: int | None = None
         self.reason = "process limit off (sandbox.limits.processes is 0)"
         if self.max <= 0:
             return
         parent, why = find_pids_parent()
         if parent is not None:
             _remove_stale_groups(parent)
+            group = parent / f"{name}-{os.getpid()}"
             try:
-                group = parent / f"{name}-{os.getpid()}"
-                group.mkdir(exist_ok=True)
+                self._lock_fd = own_group(group)
                 (group / "pids.max").write_text(f"{self.max}\n")
                 self._procs_fd = os.open(group / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
                 self.cgroup = group
@@ -114,7 +116,7 @@ class ProcessCap:
                 return
             except OSError as e:
                 why = f"cannot create a pids cgroup under {parent}: {e.strerror}"
-                self._remove_group(parent / f"{name}-{os.getpid()}")
+                self._lock_fd = _release(group, self._lock_fd)
         if os.getuid() != 0:
             self.reason = f"at most {self.max} more processes of this user (RLIMIT_NPROC; {why})"
         else:
@@ -167,28 +169,15 @@ class ProcessCap:
                     pass
             time.sleep(0.01)
 
-    @staticmethod
-    def _remove_group(group: Path) -> None:
-        try:
-            group.rmdir()
-        except OSError:
-            pass
-
     def close(self) -> None:
         if self._procs_fd is not None:
             os.close(self._procs_fd)
             self._procs_fd = None
         if self.cgroup is not None:
             self.kill_all()
-            for _ in range(50):  # the kernel frees a cgroup a moment after its last exit
-                try:
-                    self.cgroup.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.02)
+            _remove_own(self.cgroup)
             self.cgroup = None
+        self._lock_fd = _release(None, self._lock_fd)
 
 
 class MemoryCap:
@@ -199,6 +188,7 @@ class MemoryCap:
         self.cgroup: Path | None = None
         self.version = 0
         self._procs_fd: int | None = None
+        self._lock_fd: int | None = None
         self.address_space: int | None = None  # RLIMIT_AS bytes when there is no cgroup
         if self.mb <= 0:
             self.reason = "memory limit off (sandbox.limits.memoryMB is 0)"
@@ -208,7 +198,7 @@ class MemoryCap:
             _remove_stale_groups(parent)
             group = parent / f"{name}-{os.getpid()}"
             try:
-                group.mkdir(exist_ok=True)
+                self._lock_fd = own_group(group)
                 limit = str(self.mb * MB)
                 if version == 1:
                     (group / "memory.limit_in_bytes").write_text(limit)
@@ -226,7 +216,7 @@ class MemoryCap:
                 return
             except OSError as e:
                 why = f"cannot create a memory cgroup under {parent}: {e.strerror}"
-                ProcessCap._remove_group(group)
+                self._lock_fd = _release(group, self._lock_fd)
         self.address_space = self.mb * MB
         self.reason = f"at most {self.mb} MB of address space per process (RLIMIT_AS; {why})"
 
@@ -253,27 +243,80 @@ class MemoryCap:
             os.close(self._procs_fd)
             self._procs_fd = None
         if self.cgroup is not None:
-            for _ in range(50):
-                try:
-                    self.cgroup.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.02)
+            _remove_own(self.cgroup)
             self.cgroup = None
+        self._lock_fd = _release(None, self._lock_fd)
+
+
+# -- who owns a session cgroup ------------------------------------------------------------------
+# A session cgroup is owned by the process that holds an exclusive flock on its directory for as
+# long as it uses it (the lock goes with the process, however it ends). A pid in the group's
+# name says nothing across pid namespaces — two codebelt processes in different containers see
+# different pids, and a pid is reused — so a group is stale exactly when its lock can be taken.
+
+
+def own_group(group: Path) -> int:
+    """Create `group` (or take an existing one nobody owns) and lock it: the lock's descriptor,
+    held until the group is removed. Raises OSError when another process owns it, or when a
+    remover took the directory away between its creation and the lock."""
+    try:
+        group.mkdir()
+    except FileExistsError:
+        pass
+    fd = os.open(group, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        # locked what is still the group under that name (not a directory removed meanwhile)
+        st, now = os.fstat(fd), os.stat(group)
+        if (st.st_dev, st.st_ino) != (now.st_dev, now.st_ino):
+            raise FileNotFoundError(2, "the cgroup was removed while it was being made", str(group))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _release(group: Path | None, fd: int | None) -> None:
+    """Remove `group` (when given, empty, and locked by `fd`: never one another process owns)
+    while still holding its lock, then let the lock go."""
+    if group is not None and fd is not None:
+        try:
+            group.rmdir()
+        except OSError:
+            pass
+    if fd is not None:
+        os.close(fd)
+    return None
+
+
+def _remove_own(group: Path) -> None:
+    for _ in range(50):  # the kernel frees a cgroup a moment after its last exit
+        try:
+            group.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.02)
 
 
 def _remove_stale_groups(parent: Path) -> None:
-    """Remove empty session cgroups left by codebelt processes that died without closing."""
+    """Remove empty session cgroups whose owner is gone: those whose lock can be taken."""
     try:
-        groups = list(parent.glob("codebelt-*-*"))
+        groups = list(parent.glob("codebelt-*"))
     except OSError:
         return
     for group in groups:
-        owner = group.name.rsplit("-", 1)[-1]
-        if owner.isdigit() and not Path(f"/proc/{owner}").exists():
-            ProcessCap._remove_group(group)  # fails harmlessly if processes are still inside
+        try:
+            fd = os.open(group, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)  # owned by a live process, whatever its pid looks like from here
+            continue
+        _release(group, fd)  # fails harmlessly if processes are still inside
 
 
 def rlimits(limits: Limits, nproc: int | None, address_space: int | None = None) -> list[tuple[int, tuple[int, int]]]:
