@@ -8,6 +8,13 @@ Two answers, from the one shared walk of each root (`files.scan`):
 - the inodes of denied files, so that a file whose (st_dev, st_ino) is a denied file's is denied
   to the file tools and the command classifier, whatever it is called.
 
+A rule about paths outside the workspace (`Read(~/.aws/**)`, `Read(//srv/keys/*.pem)`) is
+matched the same way in a walk of its own: from the deepest directory its pattern names without
+a wildcard (`~/.aws`, `/srv/keys`), bounded like the workspace's. A pattern without any
+wildcard names one path, looked at directly (a directory it names is walked too, so that hard
+links to the files in it are found). A directory on the way that is a symlink is masked at its
+target, whole: a pattern matched below a link's name says nothing about the target's names.
+
 Matching a rule against every name of a big tree is the expensive part, so each directory's
 matches are kept with its `Dir` record and reused while the directory is unchanged. Inode numbers
 come from the directory listing (`d_ino`); where the file system reports other numbers in `stat`
@@ -17,6 +24,7 @@ come from the directory listing (`d_ino`); where the file system reports other n
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +36,61 @@ if TYPE_CHECKING:
     from .rules import Rule
 
 VERIFY_SAMPLE = 16  # denied files whose listed inode number is checked against lstat
+MAX_ONCE = 100_000  # denied files remembered by inode across renames
+GLOB_CHARS = frozenset("*?[\\")
+
+
+def _outside(rules: "list[Rule]", roots: list[Path]) -> tuple[list[Path], list[Path]]:
+    """For the rules whose paths lie outside the workspace roots: (directories to walk, paths to
+    mask as they are)."""
+    tops: list[Path] = []
+    direct: list[Path] = []
+    for rule in rules:
+        if rule.specifier is None:
+            continue
+        base, pattern = rule.path_pattern()
+        if not pattern.startswith("/") and "/" not in pattern.rstrip("/"):
+            continue  # unanchored: matches below its base only, which is a root
+        parts = [c for c in pattern.strip("/").split("/") if c]
+        literal: list[str] = []
+        for c in parts:
+            if GLOB_CHARS.intersection(c):
+                break
+            literal.append(c)
+        path = base.joinpath(*literal)
+        if any(path == r or r in path.parents for r in roots):
+            continue  # inside the workspace: its own walk covers it
+        # a symlink on the way: what lies beyond is the target, masked whole
+        here = base
+        for c in literal:
+            here = here / c
+            if os.path.islink(here):
+                target = Path(os.path.realpath(here))
+                if target.exists() and not any(target == r or target in r.parents for r in roots):
+                    direct.append(target)
+                break
+        else:
+            if len(literal) == len(parts):  # the pattern names one path
+                if os.path.lexists(path):
+                    direct.append(path)
+                if os.path.isdir(path):
+                    tops.append(path)
+            elif os.path.isdir(path):
+                tops.append(path)
+    tops = sorted(set(tops), key=lambda p: len(p.parts))
+    kept: list[Path] = []
+    for t in tops:
+        if not any(k == t or k in t.parents for k in kept):
+            kept.append(t)
+    return kept, list(dict.fromkeys(direct))
+
+
+def _stamp(p: Path) -> tuple:
+    try:
+        st = os.stat(p, follow_symlinks=False)
+    except OSError:
+        return (str(p),)
+    return (str(p), st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
 
 
 @dataclass(frozen=True)
@@ -42,20 +105,27 @@ class DeniedFiles:
 
     def __init__(self, rules: "list[Rule]"):
         self.active = bool(rules)
+        self._rules = list(rules)
         self._everything = any(r.specifier is None for r in rules)  # a bare `Read` deny
         self._matchers = [r.path_regex() for r in rules if r.specifier is not None]
         self._per_dir: dict[tuple[Path, str], tuple[Dir, tuple[int, ...]]] = {}
         self._lock = threading.Lock()
-        self._last: tuple[tuple[Snapshot, ...], DeniedView] | None = None
+        self._last: tuple[tuple[Snapshot, ...], tuple, DeniedView] | None = None
+        self._once: dict[tuple[int, int], Path] = {}  # every denied file seen, while it is in the trees
 
     def view(self, roots: list[Path], max_age: float) -> DeniedView:
-        snaps = tuple(shared(r).snapshot(max_age) for r in roots)
+        """What the rules cover now in the roots and in the places outside them that the rules
+        name (walked as their own trees)."""
+        tops, direct = _outside(self._rules, [Path(r) for r in roots]) if not self._everything else ([], [])
+        snaps = tuple(shared(r).snapshot(max_age) for r in [*roots, *tops])
+        stamps = tuple(_stamp(p) for p in direct)
         with self._lock:
             last = self._last
-            if last is not None and len(last[0]) == len(snaps) and all(a is b for a, b in zip(last[0], snaps)):
-                return last[1]
-            view = self._compute(snaps)
-            self._last = (snaps, view)
+            if (last is not None and len(last[0]) == len(snaps) and all(a is b for a, b in zip(last[0], snaps))
+                    and last[1] == stamps):
+                return last[2]
+            view = self._compute(snaps, direct)
+            self._last = (snaps, stamps, view)
             return view
 
     # -- matching ---------------------------------------------------------------------------
@@ -79,9 +149,16 @@ class DeniedFiles:
         self._per_dir[(root, rel)] = (d, found)
         return found
 
-    def _compute(self, snaps: tuple[Snapshot, ...]) -> DeniedView:
-        masks: list[Path] = []
+    def _compute(self, snaps: tuple[Snapshot, ...], direct: "list[Path]" = ()) -> DeniedView:
+        masks: list[Path] = list(direct)
         files: list[tuple[Path, int, int]] = []  # denied regular files: (path, dev, listed inode)
+        for p in direct:
+            try:
+                st = os.stat(p, follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                files.append((p, st.st_dev, st.st_ino))
         open_dirs: list[tuple[Snapshot, str, Dir]] = []  # directories not inside a denied one
         seen: set[tuple[Path, str]] = set()
         gaps = [s.reason for s in snaps if not s.complete and s.reason]
@@ -106,20 +183,30 @@ class DeniedFiles:
             del self._per_dir[key]  # directories gone from the tree
         denied = set(masks)
         if all(_listed_inode_is_real(p, dev, ino) for p, dev, ino in files[:VERIFY_SAMPLE]):
-            inodes = {(dev, ino): p for p, dev, ino in files}
+            # A file once denied stays denied under any name while it is in the trees: a rule
+            # names paths, and renaming the file (or a directory above it) must not lift it.
+            inodes = {**self._once, **{(dev, ino): p for p, dev, ino in files}}
             numbers = {ino for _, ino in inodes}
+            present: set[tuple[int, int]] = set()
             for snap, rel, d in open_dirs:
                 if numbers.isdisjoint(d.inos):
                     continue
                 for name, kind, ino in zip(d.names, d.kinds, d.inos):
                     if kind == FILE and (d.dev, ino) in inodes:
+                        present.add((d.dev, ino))
                         p = snap.path(rel, name)
                         if p not in denied:
                             masks.append(p)
+            present.update((dev, ino) for _, dev, ino in files)
+            # gone from the trees: forgotten, so that a new file reusing the number is not denied
+            inodes = {k: v for k, v in inodes.items() if k in present}
+            if gaps:  # a walk cut short forgets nothing it did not reach
+                inodes = {**self._once, **inodes}
+            self._once = dict(list(inodes.items())[-MAX_ONCE:])
         else:
             inodes, links = _by_lstat(files, open_dirs, denied)
             masks += links
-        return DeniedView(masks, inodes, "; ".join(gaps) or None)
+        return DeniedView(list(dict.fromkeys(masks)), inodes, "; ".join(gaps) or None)
 
 
 def _listed_inode_is_real(p: Path, dev: int, ino: int) -> bool:

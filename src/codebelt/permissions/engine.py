@@ -122,9 +122,10 @@ class PermissionEngine:
             return False
 
     def read_denied_paths(self) -> list[Path]:
-        """Files and directories in the workspace roots that a Read deny rule covers, and hard
-        links to such files (the read-only jail masks them all), from a fresh walk of the whole
-        tree (`files.scan`); nothing to walk when there are no deny rules."""
+        """Files and directories that a Read deny rule covers — in the workspace roots and in the
+        places outside them that rules name (`~/.aws/**`) — and other names of such files (hard
+        links, renames): the read-only jail and the write sandbox mask them all. From a fresh
+        walk (`files.scan`); nothing to walk when there are no deny rules."""
         if not self._denied.active:
             return []
         return self._denied.view(self.workspace.roots, 0.0).masks
@@ -226,7 +227,7 @@ class PermissionEngine:
         elif decision.decided_by == "sandbox":
             from ..sandbox.protected import protection_gap
 
-            gap = next((g for g in map(protection_gap, self.workspace.roots) if g), None)
+            gap = next((g for g in map(protection_gap, self.workspace.roots) if g), None) or self.read_mask_gap()
         if gap is None:
             return decision
         return Decision.ask(f"{decision.reason}, but {gap}, so it cannot run unasked", "workspace",

@@ -112,6 +112,11 @@ class Rule:
         return spec.match_file(rel_text) or spec.match_file(rel_text + "/")  # type: ignore[attr-defined]
 
 
+    def path_pattern(self) -> tuple[Path, str]:
+        """(base, gitignore pattern relative to base) of a path rule."""
+        base, spec = self._path_matcher
+        return base, spec.patterns[0].pattern  # type: ignore[attr-defined]
+
     def path_regex(self) -> tuple[Path, "re.Pattern[str] | None"]:
         """(base, regex) such that `matches_path(p)` is `regex.match(rel)` for rel = p relative to
         base, tried as `rel` and `rel + "/"` (a walk tests thousands of names with it). The

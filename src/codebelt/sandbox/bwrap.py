@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 from .config import SandboxConfig
+from .jail import mask_args
 from .protected import protected_paths
 
 DEFAULT_PATHS = ("/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap")
@@ -27,9 +28,11 @@ def find_bwrap() -> str | None:
     return next((p for p in DEFAULT_PATHS if os.access(p, os.X_OK)), None)
 
 
-def sandbox_args(config: SandboxConfig, cwd: Path, protect: bool = True) -> list[str]:
+def sandbox_args(config: SandboxConfig, cwd: Path, protect: bool = True,
+                 masked: "list[Path] | tuple[Path, ...]" = ()) -> list[str]:
     """bwrap options (without the binary and the command) for one command run in `cwd`;
-    `protect=False` leaves out the protected paths (the probe only asks whether bwrap runs)."""
+    `protect=False` leaves out the protected paths (the probe only asks whether bwrap runs).
+    `masked`: paths the command may not read (covered last, over every other bind)."""
     args = [
         "--die-with-parent",  # the runner killing bwrap kills the whole sandbox
         "--new-session",  # no controlling terminal: no TIOCSTI keystroke injection
@@ -47,12 +50,14 @@ def sandbox_args(config: SandboxConfig, cwd: Path, protect: bool = True) -> list
     for root in config.writable_roots if protect else ():
         for p, kind in protected_paths(root, config.writable):
             args += ["--bind-try" if kind == "pin" else "--ro-bind-try", str(p), str(p)]
+    args += mask_args(masked)
     args += ["--chdir", str(cwd)]
     return args
 
 
-def wrap_argv(bwrap: str, config: SandboxConfig, argv: list[str], cwd: Path, protect: bool = True) -> list[str]:
-    return [bwrap, *sandbox_args(config, cwd, protect), "--", *argv]
+def wrap_argv(bwrap: str, config: SandboxConfig, argv: list[str], cwd: Path, protect: bool = True,
+              masked: "list[Path] | tuple[Path, ...]" = ()) -> list[str]:
+    return [bwrap, *sandbox_args(config, cwd, protect, masked), "--", *argv]
 
 
 def explain_failure(stderr: str, returncode: int) -> str:

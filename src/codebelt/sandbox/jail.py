@@ -87,6 +87,51 @@ def _covered(p: Path, dirs: list[Path]) -> bool:
     return any(p == d or d in p.parents for d in dirs)
 
 
+def mask_targets(masked: "list[Path] | tuple[Path, ...]") -> list[Path]:
+    """The paths to cover for `masked`: each one, or for a symlink the path it leads to (a
+    mount lands on the target; the link's name then leads to the cover). A link into the system
+    directories is left alone: nothing there is a secret of the user's, and covering a library a
+    planted link names would only break every program."""
+    out: list[Path] = []
+    system = [Path(d) for d in SYSTEM_DIRS]
+    for p in masked:
+        p = Path(p)
+        if os.path.islink(p):
+            real = Path(os.path.realpath(p))
+            if not os.path.lexists(real) or _covered(real, system) or real == Path("/"):
+                continue
+            p = real
+        if p not in out:
+            out.append(p)
+    return out
+
+
+def mask_args(masked: "list[Path] | tuple[Path, ...]", visible: "list[Path] | None" = None) -> list[str]:
+    """bwrap options covering each masked path (after every other bind: mount order): an empty
+    read-only tmpfs on a directory, /dev/null bound read-only on anything else. `visible`: only
+    paths beneath these (None: all)."""
+    args: list[str] = []
+    for p in mask_targets(masked):
+        if not os.path.lexists(p) or os.path.islink(p):
+            continue
+        if visible is not None and not _covered(p, visible):
+            continue  # not in the jail at all: a cover would only create its parents there
+        if p.is_dir():
+            args += ["--tmpfs", str(p), "--remount-ro", str(p)]
+        else:
+            args += ["--ro-bind", "/dev/null", str(p)]
+    return args
+
+
+def write_sandbox_reads(masked: "list[Path] | tuple[Path, ...]") -> tuple[list[Grant], list[Path]]:
+    """Landlock read grants for the write sandbox with masked paths: everything, around the
+    masked ones (their parents granted entry by entry), and the directories so split."""
+    out: list[Grant] = []
+    split: list[Path] = []
+    _around(Path("/"), set(mask_targets(masked)), out, split, follow=True)
+    return out, split
+
+
 def bwrap_args(roots: list[Path], readable: list[Path], masked: list[Path], scratch_in_jail: str,
                cwd: Path, system: bool = True, markers: "list[Path] | tuple[Path, ...]" = ()) -> list[str]:
     """bwrap options for the read-only jail (without the binary and the command). `system`:
@@ -113,13 +158,8 @@ def bwrap_args(roots: list[Path], readable: list[Path], masked: list[Path], scra
             args += ["--ro-bind", str(d), str(d)]
             if d.is_dir():
                 bound.append(d)
-    for p in [*(Path(s) for s in SECRETS), *masked]:
-        if not os.path.lexists(p) or os.path.islink(p):
-            continue  # a link is resolved at its target, which is masked (or not bound) itself
-        if p.is_dir():
-            args += ["--tmpfs", str(p), "--remount-ro", str(p)]
-        else:
-            args += ["--ro-bind", "/dev/null", str(p)]
+    args += mask_args([Path(s) for s in SECRETS])
+    args += mask_args(masked, [*bound, Path("/etc")])
     for m in markers:
         if not _covered(Path(m), bound):
             args += ["--dir", str(m)]
@@ -158,7 +198,7 @@ def landlock_readable(roots: list[Path], readable: list[Path], masked: "list[Pat
         # /dev/stdin and friends lead to /proc/self/fd, whose pipes Landlock does not check;
         # not /dev itself, where a disk device owned by root would be readable to root
         out += [Grant(Path(d)) for d in DEVICES_RW if os.path.exists(d)]
-    masks = {Path(m) for m in masked}
+    masks = set(mask_targets(masked))
     split: list[Path] = []
     for top in dict.fromkeys([*roots, *readable]):
         _around(Path(top), masks, out, split, follow=True)

@@ -163,11 +163,15 @@ class Ruleset:
     """A built Landlock ruleset (an open fd) that children apply with `restrict_in_child`."""
 
     def __init__(self, writable: list[Path], network: bool, abi: int | None = None,
-                 readable: "list[Path | Grant] | None" = None, devices: bool = True):
+                 readable: "list[Path | Grant] | None" = None, devices: bool = True,
+                 masked_reads: "list[Grant] | None" = None):
         """`readable`: None leaves reads unhandled (allowed everywhere); a list handles reading
         and executing too and grants them beneath these paths only (the read-only jail).
         `devices`: grant writing /dev/null and the other harmless devices (a helper that needs
-        no device gets none)."""
+        no device gets none). `masked_reads`: the write sandbox with paths it may not read —
+        reading is handled and granted by these grants (everything around the masked paths),
+        and the writable trees get write rights only (a rule covers all beneath it, so a read
+        right there would cover the masked files too)."""
         if abi is None:
             abi, why = abi_version()
             if abi <= 0:
@@ -175,7 +179,8 @@ class Ruleset:
         self.abi = abi
         self.network = network
         handled_fs = _fs_rights(abi)
-        if readable is not None:
+        write_rights = handled_fs
+        if readable is not None or masked_reads is not None:
             handled_fs |= READ_RIGHTS
         attr = _RulesetAttr(handled_fs, 0, 0)
         size = 8
@@ -198,10 +203,12 @@ class Ruleset:
         self.rules: list[str] = []
         try:
             for d in writable:
-                self._allow(d, handled_fs, must_exist=True)
+                self._allow(d, write_rights if masked_reads is not None else handled_fs, must_exist=True)
             if readable is None:
                 for d in WRITABLE_DEVICE_DIRS:
                     self._allow(Path(d), handled_fs & ~FS_REFER & ~FS_MAKE_CHAR & ~FS_MAKE_BLOCK)
+                for g in masked_reads or ():
+                    self._allow(g.path, FS_READ_DIR if g.list_only else READ_RIGHTS, follow=g.follow)
             else:
                 for g in readable:
                     g = g if isinstance(g, Grant) else Grant(g)

@@ -51,6 +51,7 @@ TRUE = next((p for p in ("/usr/bin/true", "/bin/true") if os.access(p, os.X_OK))
 # real path (a virtual environment's `python` is a link to it).
 STAGE_PYTHON = os.path.realpath(sys.executable)
 MAX_RULESETS = 16  # Landlock rulesets kept per session (one per set of masks and readable paths)
+MAX_RETIRED = 64  # replaced rulesets kept open for spawns that may still be using them
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -116,6 +117,7 @@ class Sandbox:
         self._jail_root: Path | None = None  # scratch directories of Landlock-jailed commands
         self._jail_root_made = False
         self._filters: dict[tuple[frozenset[int], bool, bool], _seccomp.SocketFilter] = {}
+        self._split_in_roots: list[Path] = []  # writable directories the last masked Landlock rules split
         status = self._select()
         self.jail = self._select_jail(status)
         self._jail_caps()
@@ -199,7 +201,10 @@ class Sandbox:
         return self._probe_with(lambda argv, cwd, env: self._wrap(backend, argv, cwd, env, create=False))
 
     # -- wrapping --------------------------------------------------------------------------
-    def wrapper(self) -> Wrapper | None:
+    def wrapper(self, masked: "Callable[[], list[Path]] | None" = None) -> Wrapper | None:
+        """The write sandbox's wrapper. `masked`: asked as each command starts, the paths it
+        may not read (the session's Read deny rules): the person approved a command, not the
+        reading of what the settings deny."""
         if self.config.mode == "off":
             return None
         if not self.status.active:
@@ -211,10 +216,12 @@ class Sandbox:
                 "when no sandbox works)."
             )
         backend = self.status.backend
-        return lambda argv, cwd, env: self._wrap(backend, list(argv), Path(cwd), dict(env))
+        return lambda argv, cwd, env: self._wrap(backend, list(argv), Path(cwd), dict(env),
+                                                 masked=list(masked()) if masked is not None else [])
 
     def _wrap(
-        self, backend: str, argv: list[str], cwd: Path, env: dict, create: bool = True
+        self, backend: str, argv: list[str], cwd: Path, env: dict, create: bool = True,
+        masked: "list[Path] | None" = None,
     ) -> tuple[list[str], dict, Callable[[], None]]:
         c = self.config
         if c.temp_dir is not None:
@@ -224,9 +231,12 @@ class Sandbox:
         if backend == "bwrap":
             if create:
                 self._make_placeholders()
-            argv = _bwrap.wrap_argv(self.bwrap_path or "bwrap", c, argv, cwd, protect=create)
+            argv = _bwrap.wrap_argv(self.bwrap_path or "bwrap", c, argv, cwd, protect=create, masked=masked or ())
             restrict = None
+        elif masked:
+            restrict = self._masked_write_ruleset(masked).restrict_in_child
         else:
+            self._split_in_roots = []
             restrict = self.ruleset.restrict_in_child
         sockets = self._socket_filter(backend)
         return argv, env, self._preexec(pairs, restrict, sockets.install_in_child if sockets else None)
@@ -453,6 +463,39 @@ class Sandbox:
                 self._retired.append(old[1])
         return ruleset
 
+    def _masked_write_ruleset(self, masked: list[Path]):
+        """The Landlock write sandbox's ruleset when some paths may not be read: reading handled
+        and granted around them. Kept, like the jail's, while the split directories are as they
+        were (an entry created in one after the build is not in its rules: it cannot be read
+        until the next command)."""
+        from . import landlock
+
+        key = ("write", tuple(masked))
+        with self._lock:
+            hit = self._rulesets.get(key)
+            if hit is not None and all(_mtime(d) == m for d, m in hit[0]):
+                self._rulesets[key] = self._rulesets.pop(key)
+                return hit[1]
+        grants, split = _jail.write_sandbox_reads(masked)
+        self._split_in_roots = [d for d in split if any(d == w or w in d.parents for w in self.config.writable)]
+        stamps = tuple((d, _mtime(d)) for d in split)
+        ruleset = landlock.Ruleset(list(self.config.writable), self.config.network, self.ruleset.abi,
+                                   masked_reads=grants)
+        with self._lock:
+            old = self._rulesets.pop(key, None)
+            self._rulesets[key] = (stamps, ruleset)
+            while len(self._rulesets) > MAX_RULESETS:
+                self._retired.append(self._rulesets.pop(next(iter(self._rulesets)))[1])
+            if old is not None:
+                self._retired.append(old[1])
+            # every command that adds a file to a split directory retires one: a long session
+            # must not keep them all open (one retired this many rebuilds ago is in no spawn)
+            stale = self._retired[:-MAX_RETIRED] if len(self._retired) > MAX_RETIRED else []
+            del self._retired[:len(stale)]
+        for r in stale:
+            r.close()
+        return ruleset
+
     def _probe_with(self, wrap: Wrapper) -> tuple[bool, str, int]:
         cwd = self.config.writable_roots[0] if self.config.writable_roots else Path("/")
         argv, env, preexec, *cleanup = wrap([TRUE], cwd, dict(os.environ))
@@ -485,10 +528,17 @@ class Sandbox:
         """A sentence when a failed command looks blocked by the sandbox, else None."""
         if not self.status.active:
             return None
-        return _denial.explain(
+        said = _denial.explain(
             output_tail, exit_code, backend=self.status.backend or "sandbox", network=self.status.network,
             temp_dir=str(self.config.temp_dir) if self.config.temp_dir else None,
         )
+        split = self._split_in_roots
+        if said and split and self.status.backend == "landlock" and _denial.FILESYSTEM.search(output_tail[-8000:]):
+            names = ", ".join(str(d) for d in split[:3]) + (" …" if len(split) > 3 else "")
+            said += (f" Under Landlock, a file or directory the command created directly in {names} (which "
+                     "holds a path a Read deny rule covers) cannot be read until the next command: read it in "
+                     "a second command, or work in a subdirectory.")
+        return said
 
     def oom_kills(self) -> int:
         """Processes killed so far for passing the memory cap (compare before and after a run)."""

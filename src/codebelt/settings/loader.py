@@ -113,6 +113,12 @@ class Settings:
             perms = lay.data.get("permissions") or {}
             for behavior in RULE_LISTS:
                 self.rules.extend(RuleSource(behavior, v, lay.label) for v in perms.get(behavior) or [])
+            # Claude Code's sandbox.filesystem.denyRead merges with the Read deny rules: here each
+            # entry is one, for every tool and both sandboxes
+            fs = (lay.data.get("sandbox") or {}).get("filesystem") or {}
+            deny_read = fs.get("denyRead") if isinstance(fs, Mapping) else None
+            if isinstance(deny_read, list):
+                self.rules.extend(RuleSource("deny", f"Read({v})", lay.label) for v in deny_read if isinstance(v, str))
             extra_dirs.extend(str(d) for d in perms.get("additionalDirectories") or [])
         perms = merged.setdefault("permissions", {})
         for behavior in RULE_LISTS:

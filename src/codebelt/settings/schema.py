@@ -78,6 +78,13 @@ class LimitsSettings(Section):
     )
 
 
+class SandboxFilesystemSettings(Section):
+    deny_read: list[str] = setting(
+        [], "Paths no command may read, as in Claude Code: each entry is also a `Read(...)` deny rule "
+        "(`~/.aws`, `//srv/keys/**`, `./secrets/**`), so the file tools refuse it and the jail and the write "
+        "sandbox mask it.", workspace=ADD)
+
+
 class SandboxSettings(Section):
     mode: Literal["auto", "bwrap", "landlock", "off", "required"] = setting(
         "auto",
@@ -102,6 +109,7 @@ class SandboxSettings(Section):
         "them (only under a backend that keeps protected paths read-only).",
     )
     limits: LimitsSettings = setting(LimitsSettings(), "Resource limits for sandboxed commands.")
+    filesystem: SandboxFilesystemSettings = setting(SandboxFilesystemSettings(), "What sandboxed commands may not read.")
 
 
 class BashSettings(Section):

@@ -68,10 +68,11 @@ def task_manager(ctx: ToolContext) -> TaskManager:
     from ..shell.execution.tasks import TaskManager
 
     bash = ctx.settings.bash
-    services = ctx.services
+    services, permissions = ctx.services, ctx.permissions
 
     def wrapper():
-        return services.get(sandbox, ctx).wrapper()
+        # Read-deny paths masked in the write sandbox too, as each command starts
+        return services.get(sandbox, ctx).wrapper(permissions.read_denied_paths)
 
     return TaskManager(
         ctx.results_dir / "shell",
