@@ -29,10 +29,12 @@ def find_bwrap() -> str | None:
 
 
 def sandbox_args(config: SandboxConfig, cwd: Path, protect: bool = True,
-                 masked: "list[Path] | tuple[Path, ...]" = ()) -> list[str]:
+                 masked: "list[Path] | tuple[Path, ...]" = (),
+                 overlays: "list[tuple[Path, Path]] | tuple[()]" = ()) -> list[str]:
     """bwrap options (without the binary and the command) for one command run in `cwd`;
     `protect=False` leaves out the protected paths (the probe only asks whether bwrap runs).
-    `masked`: paths the command may not read (covered last, over every other bind)."""
+    `masked`: paths the command may not read (covered last, over every other bind).
+    `overlays`: (file, path) pairs — `file` shown read-only at `path`, over its mask."""
     args = [
         "--die-with-parent",  # the runner killing bwrap kills the whole sandbox
         "--new-session",  # no controlling terminal: no TIOCSTI keystroke injection
@@ -51,13 +53,15 @@ def sandbox_args(config: SandboxConfig, cwd: Path, protect: bool = True,
         for p, kind in protected_paths(root, config.writable):
             args += ["--bind-try" if kind == "pin" else "--ro-bind-try", str(p), str(p)]
     args += mask_args(masked)
+    for src, dest in overlays:
+        args += ["--ro-bind", str(src), str(dest)]
     args += ["--chdir", str(cwd)]
     return args
 
 
 def wrap_argv(bwrap: str, config: SandboxConfig, argv: list[str], cwd: Path, protect: bool = True,
-              masked: "list[Path] | tuple[Path, ...]" = ()) -> list[str]:
-    return [bwrap, *sandbox_args(config, cwd, protect, masked), "--", *argv]
+              masked: "list[Path] | tuple[Path, ...]" = (), overlays=()) -> list[str]:
+    return [bwrap, *sandbox_args(config, cwd, protect, masked, overlays), "--", *argv]
 
 
 def explain_failure(stderr: str, returncode: int) -> str:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -37,6 +38,7 @@ from . import denial as _denial
 from . import jail as _jail
 from . import seccomp as _seccomp
 from .config import SandboxConfig
+from .credentials import MAX_GITCONFIG, credential_paths, filtered_gitconfig, gitconfig_paths
 from .helpers import HelperProfile, helper_env, python_dirs
 from .limits import MemoryCap, ProcessCap, apply_rlimits, rlimits
 from .protected import placeholders
@@ -118,6 +120,7 @@ class Sandbox:
         self._jail_root_made = False
         self._filters: dict[tuple[frozenset[int], bool, bool], _seccomp.SocketFilter] = {}
         self._split_in_roots: list[Path] = []  # writable directories the last masked Landlock rules split
+        self._private: Path | None = None  # filtered copies of the user's git configuration
         status = self._select()
         self.jail = self._select_jail(status)
         self._jail_caps()
@@ -201,10 +204,12 @@ class Sandbox:
         return self._probe_with(lambda argv, cwd, env: self._wrap(backend, argv, cwd, env, create=False))
 
     # -- wrapping --------------------------------------------------------------------------
-    def wrapper(self, masked: "Callable[[], list[Path]] | None" = None) -> Wrapper | None:
+    def wrapper(self, masked: "Callable[[], list[Path]] | None" = None, unasked: bool = False) -> Wrapper | None:
         """The write sandbox's wrapper. `masked`: asked as each command starts, the paths it
         may not read (the session's Read deny rules): the person approved a command, not the
-        reading of what the settings deny."""
+        reading of what the settings deny. `unasked`: for a command no person approved (auto-
+        allowed because the sandbox contains it): the user's credential files are masked too,
+        and git's global configuration is shown filtered (`credentials.py`)."""
         if self.config.mode == "off":
             return None
         if not self.status.active:
@@ -216,12 +221,17 @@ class Sandbox:
                 "when no sandbox works)."
             )
         backend = self.status.backend
-        return lambda argv, cwd, env: self._wrap(backend, list(argv), Path(cwd), dict(env),
-                                                 masked=list(masked()) if masked is not None else [])
+
+        def masks() -> list[Path]:
+            out = list(masked()) if masked is not None else []
+            return out + credential_paths() if unasked else out
+
+        return lambda argv, cwd, env: self._wrap(backend, list(argv), Path(cwd), dict(env), masked=masks(),
+                                                 unasked=unasked)
 
     def _wrap(
         self, backend: str, argv: list[str], cwd: Path, env: dict, create: bool = True,
-        masked: "list[Path] | None" = None,
+        masked: "list[Path] | None" = None, unasked: bool = False,
     ) -> tuple[list[str], dict, Callable[[], None]]:
         c = self.config
         if c.temp_dir is not None:
@@ -231,7 +241,8 @@ class Sandbox:
         if backend == "bwrap":
             if create:
                 self._make_placeholders()
-            argv = _bwrap.wrap_argv(self.bwrap_path or "bwrap", c, argv, cwd, protect=create, masked=masked or ())
+            argv = _bwrap.wrap_argv(self.bwrap_path or "bwrap", c, argv, cwd, protect=create, masked=masked or (),
+                                    overlays=self._gitconfig_copies() if unasked else ())
             restrict = None
         elif masked:
             restrict = self._masked_write_ruleset(masked).restrict_in_child
@@ -367,7 +378,9 @@ class Sandbox:
         if backend is None:
             return None
         masked = list(masked)
-        return lambda argv, cwd, env: self._wrap_jail(backend, list(argv), Path(cwd), dict(env), masked)
+        # the user's credential files too: nothing in the jail needs them (its HOME is a scratch)
+        return lambda argv, cwd, env: self._wrap_jail(backend, list(argv), Path(cwd), dict(env),
+                                                      [*masked, *credential_paths()])
 
     def helper(self, profile: HelperProfile, masked: "list[Path] | tuple[Path, ...]" = ()) -> Wrapper | None:
         """The wrapper that runs a helper program (helpers.py) in the read-only jail, with its
@@ -377,7 +390,7 @@ class Sandbox:
             return None
         masked = list(masked)
         return lambda argv, cwd, env: self._wrap_jail(backend, list(argv), Path(cwd), helper_env(env, profile),
-                                                      masked, profile)
+                                                      [*masked, *credential_paths()], profile)
 
     def _helper_backend(self, profile: HelperProfile) -> str | None:
         backend = self.jail.backend
@@ -462,6 +475,32 @@ class Sandbox:
             if old is not None:
                 self._retired.append(old[1])
         return ruleset
+
+    def _gitconfig_copies(self) -> list[tuple[Path, Path]]:
+        """(filtered copy, original) of the user's git configuration files, written now (they
+        may change during a session) in a directory of codebelt's own that no command can write
+        (the session's TMPDIR would do, but a command could then rewrite the copy for the next)."""
+        out: list[tuple[Path, Path]] = []
+        for original in gitconfig_paths():
+            try:  # a regular file only (a FIFO would block), read bounded
+                fd = os.open(original, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+                try:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        continue
+                    text = os.read(fd, MAX_GITCONFIG).decode("utf-8", "replace")
+                finally:
+                    os.close(fd)
+            except OSError:
+                continue
+            with self._lock:
+                if self._private is None:
+                    self._private = Path(tempfile.mkdtemp(prefix="codebelt-private-"))
+                copy = self._private / f"gitconfig-{len(out)}"
+            tmp = copy.with_suffix(".new")
+            tmp.write_text(filtered_gitconfig(text))
+            os.replace(tmp, copy)
+            out.append((copy, original))
+        return out
 
     def _masked_write_ruleset(self, masked: list[Path]):
         """The Landlock write sandbox's ruleset when some paths may not be read: reading handled
@@ -580,6 +619,9 @@ class Sandbox:
         if self._jail_root is not None:
             shutil.rmtree(self._jail_root, ignore_errors=True)
             self._jail_root = None
+        if self._private is not None:
+            shutil.rmtree(self._private, ignore_errors=True)
+            self._private = None
         for p in reversed(self._made):
             try:
                 p.rmdir()  # only if still empty

@@ -191,6 +191,16 @@ def _jail(ctx: ToolContext):
     return wrap
 
 
+def _unasked(ctx: ToolContext):
+    """For a command auto-allowed because the sandbox contains it (no person approved it): the
+    write sandbox with the user's credential files masked as in the jail. None otherwise (the
+    session's own wrapper)."""
+    decision = ctx.decision
+    if decision is None or decision.confinement != "sandbox" or decision.decided_by != "sandbox":
+        return None
+    return ctx.service(sandbox).wrapper(ctx.permissions.read_denied_paths, unasked=True)
+
+
 def _secret_note(command: str, ctx: ToolContext) -> str | None:
     """When the command reads a variable whose name looks secret: say why it is empty. Decided
     from the command's text and the naming rule alone, so it tells nothing about which variables
@@ -426,7 +436,7 @@ class Bash(Tool):
             # Recording the final directory costs bash a fork (it cannot exec the last command
             # under an EXIT trap); skip it when the command cannot change the directory.
             proc = manager.spawn(params.command, cwd, total_s,
-                                 record_cwd=params.script.may_change_cwd, watch=False, wrap=jail,
+                                 record_cwd=params.script.may_change_cwd, watch=False, wrap=jail or _unasked(ctx),
                                  record_status=_has_pipeline(params.script))
         except ShellError as e:
             raise ToolError(f"The command could not be started: {e}") from None
@@ -510,7 +520,7 @@ class Bash(Tool):
         before = _guarded_before(ctx)
         try:
             proc = manager.spawn(params.command, cwd, (timeout_ms / 1000) if timeout_ms else None, record_cwd=False,
-                                 wrap=_jail(ctx))
+                                 wrap=_jail(ctx) or _unasked(ctx))
         except ShellError as e:
             raise ToolError(f"The command could not be started: {e}") from None
         _undo_at_exit(ctx, proc, before)

@@ -1,0 +1,191 @@
+"""The user's credential files never reach the model through a command that runs unasked: in the
+read-only jail (with the home directory visible, `--root ~`) and auto-allowed in the write
+sandbox, every path of the table is masked, and git's global configuration is shown without
+its tokens. A command a person approved still sees them (it may be the `git push` that needs
+them). Checked by effect, per path of the table, with a planted secret."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from codebelt.sandbox import Sandbox, SandboxConfig
+from codebelt.sandbox.credentials import CREDENTIAL_FILES, GITCONFIG_FILES
+
+from ..sandbox.conftest import backend_unusable
+
+GITCONFIG = """[user]
+\tname = Ada Example
+\temail = ada@example.org
+[url "https://ghp_GITTOKEN111@github.com/"]
+\tinsteadOf = https://github.com/
+[credential]
+\thelper = "!f() { echo password=GITTOKEN222; }; f"
+[http "https://git.example.org/"]
+\textraHeader = Authorization: Bearer GITTOKEN333
+[github]
+\ttoken = GITTOKEN444
+[alias]
+\tst = status
+\tpublish = !curl -H 'PRIVATE-TOKEN: GITTOKEN555' https://x
+[remote "origin"]
+\turl = https://user:GITTOKEN666@example.org/r.git
+[include]
+\tpath = ~/.gitsecret
+"""
+
+
+def _secret(entry: str) -> str:
+    return "SECRET-" + entry.replace("/", "_").replace(":", "_").replace(".", "")
+
+
+def _plant(h: Path) -> None:
+    xdg = h / ".config"
+    for entry, _ in CREDENTIAL_FILES:
+        p = xdg / entry[4:] if entry.startswith("xdg:") else h / entry
+        if p.suffix or "." in p.name[1:] or entry.endswith(("credentials", "token", "config", "hosts.yml")) \
+                or p.name in (".netrc", ".npmrc", ".pypirc", ".pgpass", ".my.cnf", ".s3cfg", ".boto",
+                              ".git-credentials", ".vault-token"):
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(_secret(entry) + "\n")
+        else:  # a directory of secrets
+            p.mkdir(parents=True, exist_ok=True)
+            (p / "secret").write_text(_secret(entry) + "\n")
+    (h / ".gitconfig").write_text(GITCONFIG)
+    (h / ".gitsecret").write_text("[credential]\n\thelper = store\n")
+    (h / "project").mkdir()
+    (h / "project" / "a.txt").write_text("plain\n")
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch) -> Path:
+    """A home directory holding every credential file of the table (a directory entry holds a
+    file), and a git configuration with tokens."""
+    h = tmp_path / "home"
+    _plant(h)
+    monkeypatch.setenv("HOME", str(h))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    return h
+
+
+@pytest.fixture(scope="module", params=["bwrap", "landlock"])
+def jail_at_home(request, tmp_path_factory):
+    """One jail per backend over a planted home directory as the workspace (`--root ~`)."""
+    if backend_unusable(request.param):
+        pytest.skip(f"{request.param} cannot work here")
+    base = tmp_path_factory.mktemp("credjail")
+    h = base / "home"
+    _plant(h)
+    (base / "t").mkdir()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(h))
+        mp.delenv("XDG_CONFIG_HOME", raising=False)
+        sb = Sandbox(SandboxConfig((h.resolve(),), base / "t", mode=request.param, name="codebelt-test"))
+        try:
+            if sb.jail.backend != request.param:
+                pytest.skip(f"no {request.param} jail here: {sb.jail.reason}")
+            yield h, sb.jail_wrapper([])
+        finally:
+            sb.close()
+
+
+@pytest.mark.parametrize("entry", [e for e, _ in CREDENTIAL_FILES])
+def test_each_credential_file_is_masked_in_the_jail(entry, jail_at_home, monkeypatch):
+    h, wrap = jail_at_home
+    monkeypatch.setenv("HOME", str(h))  # the masks are found as the command starts
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    p = h / ".config" / entry[4:] if entry.startswith("xdg:") else h / entry
+    target = p / "secret" if p.is_dir() else p
+    out = _run(wrap, f"cat '{target}'; ls -la '{p}'; grep -r SECRET '{p.parent}' 2>/dev/null", h)
+    assert _secret(entry) not in out, out
+
+
+def _cat_all(home: Path) -> str:
+    """A command reading every credential path (files, and everything in directories)."""
+    paths = []
+    for entry, _ in CREDENTIAL_FILES:
+        p = home / ".config" / entry[4:] if entry.startswith("xdg:") else home / entry
+        paths.append(str(p / "secret") if p.is_dir() else str(p))
+    return "for f in " + " ".join(f"'{p}'" for p in paths) + "; do cat \"$f\" 2>/dev/null; done; " \
+        "cat ~/.gitconfig 2>/dev/null; git config --global -l 2>&1; git config --get credential.helper; true"
+
+
+def _run(wrap, command: str, cwd: Path) -> str:
+    argv, env, preexec, *cleanup = wrap(["/bin/bash", "-c", command], cwd, dict(os.environ))
+    try:
+        return subprocess.run(argv, cwd=cwd, env=env, preexec_fn=preexec, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60,
+                              start_new_session=True).stdout
+    finally:
+        for done in cleanup:
+            done()
+
+
+def _leaks(out: str) -> list[str]:
+    found = [e for e, _ in CREDENTIAL_FILES if _secret(e) in out]
+    return found + [f"gitconfig:{t}" for t in ("GITTOKEN111", "GITTOKEN222", "GITTOKEN333", "GITTOKEN444",
+                                               "GITTOKEN555", "GITTOKEN666") if t in out]
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "landlock"])
+def test_the_jail_masks_every_credential_file_of_a_visible_home(backend, home, tmp_path):
+    """`--root ~`: the home directory is the workspace, so everything in it is visible to the
+    jail but the masked paths."""
+    if backend_unusable(backend):
+        pytest.skip(f"{backend} cannot work here")
+    tmpd = tmp_path / "t"
+    tmpd.mkdir()
+    sb = Sandbox(SandboxConfig((home.resolve(),), tmpd, mode=backend, name="codebelt-test"))
+    try:
+        if sb.jail.backend != backend:
+            pytest.skip(f"no {backend} jail here: {sb.jail.reason}")
+        out = _run(sb.jail_wrapper([]), _cat_all(home), home)
+        assert not _leaks(out), (_leaks(out), out[-3000:])
+        assert _run(sb.jail_wrapper([]), "cat project/a.txt", home).strip() == "plain"
+    finally:
+        sb.close()
+
+
+def test_unasked_sandbox_commands_see_no_credential_and_a_filtered_gitconfig(home, tmp_path):
+    if backend_unusable("bwrap"):
+        pytest.skip("bwrap cannot work here (sandboxed auto-allow needs it)")
+    ws = home / "project"
+    tmpd = tmp_path / "t"
+    tmpd.mkdir()
+    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd, mode="bwrap", name="codebelt-test"))
+    try:
+        out = _run(sb.wrapper(lambda: [], unasked=True), _cat_all(home), ws)
+        assert not _leaks(out), (_leaks(out), out[-3000:])
+        # git still knows who commits, and its harmless settings
+        ident = _run(sb.wrapper(lambda: [], unasked=True),
+                     "git config --global user.name; git config --global alias.st", ws)
+        assert ident.split("\n")[:2] == ["Ada Example", "status"], ident
+        # an approved command sees them: the person approved it (a push needs them)
+        approved = _run(sb.wrapper(lambda: []), "cat ~/.git-credentials; git config --global github.token", ws)
+        assert _secret(".git-credentials") in approved and "GITTOKEN444" in approved, approved
+    finally:
+        sb.close()
+    assert (home / ".gitconfig").read_text() == GITCONFIG  # the original, untouched
+
+
+def test_through_a_session_auto_allowed_in_the_sandbox(home, make_session):
+    if backend_unusable("bwrap"):
+        pytest.skip("bwrap cannot work here (sandboxed auto-allow needs it)")
+    s = make_session(home / "project", settings={"sandbox": {"mode": "bwrap", "autoAllowBash": True}})
+    command = ("touch made.txt && python3 -c \"import os,subprocess; h=os.path.expanduser('~')\n"
+               "for p in ('.git-'+'credentials', '.ne'+'trc', '.ss'+'h/secret'):\n"
+               "  try: print(open(os.path.join(h, p)).read())\n"
+               "  except OSError as e: print(e)\n"
+               "print(subprocess.run(['git','config','--global','-l'], capture_output=True, text=True).stdout)\"")
+    result = s.call("Bash", {"command": command})
+    assert "Permission to use Bash" not in result.text, result.text
+    assert (home / "project" / "made.txt").exists()  # it ran in the write sandbox, unasked
+    assert "user.name=Ada Example" in result.text, result.text
+    assert not _leaks(result.text), result.text
+
+
+def test_every_gitconfig_location_is_in_the_table():
+    assert ".gitconfig" in GITCONFIG_FILES and "xdg:git/config" in GITCONFIG_FILES
