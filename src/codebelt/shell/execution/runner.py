@@ -49,11 +49,17 @@ _bash_path: str | None = None
 
 
 def find_bash() -> str:
-    """Absolute path of bash, looked up once per process."""
+    """Absolute path of bash, looked up once per process: `/bin/bash` where there is one, as
+    Claude Code runs it. bash names itself by that path in its own messages (`/bin/bash: line 1:
+    x: command not found`), which models read; a merged /usr would otherwise make it
+    `/usr/bin/bash`. Elsewhere the bash on PATH, by its real path."""
     global _bash_path
     if _bash_path is None:
+        if os.path.isfile("/bin/bash") and os.access("/bin/bash", os.X_OK):
+            _bash_path = "/bin/bash"
+            return _bash_path
         found = shutil.which("bash") or next(
-            (p for p in ("/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash") if os.access(p, os.X_OK)),
+            (p for p in ("/usr/bin/bash", "/usr/local/bin/bash") if os.access(p, os.X_OK)),
             None,
         )
         if found is None:
