@@ -101,6 +101,17 @@ def test_run_surfaces_rg_errors_and_exit_code(tmp_path):
     assert any("regex parse error" in e for e in res.errors)
 
 
+def test_errors_keep_ripgreps_lines_as_printed(tmp_path):
+    # the real rg: a message, a blank line, then its hint; indentation kept, outer blanks not
+    res = run(["-e", r"a\nb", "."], tmp_path, Lines(), rg=RG)
+    assert res.returncode == 2
+    assert res.errors[0] == 'the literal "\\n" is not allowed in a regex'
+    assert res.errors[1] == "" and res.errors[2].startswith("Consider enabling multiline mode")
+    assert res.errors[-1] != ""
+    res = run(["-e", "(", "."], tmp_path, Lines(), rg=RG)
+    assert res.errors[0] == "regex parse error:" and res.errors[1].startswith("    (")
+
+
 def test_no_matches_is_exit_1_not_an_error(tmp_path):
     (tmp_path / "a.txt").write_text("x\n")
     res = run(["-e", "nothing-here", "."], tmp_path, Lines(), rg=RG)

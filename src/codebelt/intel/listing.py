@@ -75,8 +75,8 @@ def list_with_ripgrep(root: Path, include: Callable[[Path], bool] | None, max_fi
     if result.timed_out:
         raise IntelError(f"listing the files of {root} took longer than {LIST_TIMEOUT:.0f} s")
     if result.returncode == 2 and not listing.files and not result.stopped_early:
-        raise IntelError(f"could not list the files of {root}: {'; '.join(result.errors[:3])}")
-    listing.errors = result.errors[:10]
+        raise IntelError(f"could not list the files of {root}: {'; '.join([e for e in result.errors if e][:3])}")
+    listing.errors = [e for e in result.errors if e][:10]
     return listing
 
 

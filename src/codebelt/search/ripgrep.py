@@ -153,12 +153,17 @@ class RunResult:
 
     @property
     def errors(self) -> list[str]:
-        """ripgrep's own error lines, without the `rg: ` prefix, and what made it hang or die."""
+        """ripgrep's own error lines, without the `rg: ` prefix, as it printed them (a blank
+        line inside a message is kept as "" — ripgrep separates a message from its hint with one,
+        and tools show the message as ripgrep worded it), and what made it hang or die."""
         out = []
         for line in self.stderr.splitlines():
             line = line.rstrip()
-            if line.strip():
-                out.append(line[4:] if line.startswith("rg: ") else line)
+            out.append(line[4:] if line.startswith("rg: ") else line)
+        while out and not out[-1]:
+            out.pop()
+        while out and not out[0]:
+            out.pop(0)
         if self.died:
             code = self.returncode or 0
             how = f"killed by signal {-code if code < 0 else code - 128}" if code < 0 or code > 128 else f"ended with {code}"
