@@ -213,17 +213,11 @@ def _secret_note(command: str, ctx: ToolContext) -> str | None:
             "to commands. If the task needs one, ask the user to pass it on with bash.envAllow in their own settings.")
 
 
-_JAIL_DENIED = re.compile(r"Permission denied|Read-only file system|Operation not permitted|"
-                          r"No such file or directory|Network is unreachable|Temporary failure in name resolution")
+def _jail_note(output_tail: str, cwd: Path, ctx: ToolContext) -> str | None:
+    """Why a jailed command failed, when the jail is the plausible cause (_jail_note.py)."""
+    from ._jail_note import JailView, jail_note
 
-
-def _jail_note(output_tail: str) -> str | None:
-    if not _JAIL_DENIED.search(output_tail):
-        return None
-    return ("This command ran in the read-only jail, because it was judged read-only: nothing is "
-            "writable there (TMPDIR is a scratch directory that is thrown away), only the workspace, "
-            "its additional directories and system directories are visible, and there is no network. "
-            "A command that needs more than that is not a read-only command.")
+    return jail_note(output_tail, cwd, JailView(ctx.workspace.roots, ctx.permissions.is_read_denied))
 
 
 def _sandbox_note(output_tail: str, exit_code: int | None, ctx: ToolContext) -> str | None:
@@ -485,7 +479,7 @@ class Bash(Tool):
         failed = _failure(out)
         if failed and out.stop_reason is None:
             sandbox_note = (_memory_note(oom_before, failed, rendered.text, ctx)
-                            or (_jail_note(rendered.text[-4000:]) if jailed else None)
+                            or (_jail_note(rendered.text[-4000:], before, ctx) if jailed else None)
                             or _sandbox_note(rendered.text[-4000:], failed, ctx))
             if sandbox_note:
                 notes.append(sandbox_note)
