@@ -74,6 +74,15 @@ def install(version: str, cache: Path) -> Path:
     return binary
 
 
+def _options(binary: Path) -> tuple[str, ...]:
+    """The command-line options of this release that keep a run private, where it has them
+    (older releases lack `--no-session-persistence`; their session file goes to the per-case
+    config dir, removed with it)."""
+    helped = subprocess.run([str(binary), "--help"], capture_output=True, text=True, timeout=60,
+                            env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": tempfile.gettempdir()}).stdout
+    return tuple(o for o in ("--no-session-persistence",) if o in helped)
+
+
 def _env(base: Path, api: str) -> dict[str, str]:
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -91,7 +100,7 @@ def _env(base: Path, api: str) -> dict[str, str]:
     }
 
 
-def record_case(binary: Path, case: harness.Case, keep: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def record_case(binary: Path, case: harness.Case, keep: bool, options: tuple[str, ...] = ()) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     base = Path(tempfile.mkdtemp(prefix="cc-record-"))  # the workspace and everything private to the run
     ws = base / "ws"
     for d in ("home", "config", "tmp"):
@@ -117,7 +126,7 @@ def record_case(binary: Path, case: harness.Case, keep: bool) -> tuple[dict[str,
     with MockMessagesAPI(steps, resolve) as api:
         proc = subprocess.Popen(
             [str(binary), "-p", PROMPT, "--dangerously-skip-permissions", "--output-format", "stream-json",
-             "--verbose", "--allowedTools", "Glob,Grep", "--no-session-persistence"],
+             "--verbose", "--allowedTools", "Glob,Grep", *options],
             cwd=ws, env=_env(base, api.base_url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             stdin=subprocess.DEVNULL, start_new_session=True,
         )
@@ -176,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, Any]] = {}
     tools: list[dict[str, Any]] = []
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = {pool.submit(record_case, binary, c, args.keep): c for c in cases}
+        options = _options(binary)
+        futures = {pool.submit(record_case, binary, c, args.keep, options): c for c in cases}
         for fut, case in futures.items():
             out, case_tools = fut.result()
             results[case.id] = out
