@@ -86,7 +86,7 @@ def go_project() -> Path | None:
     goroot = shutil.which("go") and subprocess.run(["go", "env", "GOROOT"], capture_output=True, text=True,
                                                    timeout=60).stdout.strip()
     src = Path(goroot) / "src" / "go" if goroot else None
-    return src if src and src.is_dir() else None
+    return src.resolve() if src and src.is_dir() else None
 
 
 @dataclass

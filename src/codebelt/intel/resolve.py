@@ -113,8 +113,20 @@ def definitions_at(index: CodeIndex, path: Path, line: int, character: int | Non
                 if s.kind in TYPE_KINDS]:
             symbols += [m for m in index.definitions_in("constructor", [index.relative(cls.path) or ""])
                         if m.container == cls.name]
-    if target.member_of and not symbols:
+    if target.member_in is not None and not symbols:
+        files = _module_files(index, lang, rel, target.member_in.module)
+        if not files:  # a member of a type whose module is not in the workspace
+            a = _answer(index, [], [], limit)
+            a.note = _join(a.note, f"{name} is a member of {target.member_in.name} from "
+                                   f"{target.member_in.module} (line {target.member_in.line}), "
+                                   "which is not in the workspace")
+            return a
+        symbols += _members(work, scopes, target.member_of, target.name, rel, within=files)
+    elif target.member_of and not symbols:
         symbols += _members(work, scopes, target.member_of, target.name, rel)
+    if target.member_of_result and not symbols:
+        symbols += _members_of_results(work, scopes, lang, rel, target)
+    symbols = _visible(index, scopes, rel, name, symbols)
     if spots:  # bindings the index knows as definitions are answered as symbols (kind, signature)
         known = {(index.relative(s.path), s.line, s.character): s
                  for s in index.definitions_in(name, sorted({r for r, *_ in spots}))}
@@ -126,7 +138,37 @@ def definitions_at(index: CodeIndex, path: Path, line: int, character: int | Non
         where = ", ".join(sorted({f"{i.module} (line {i.line})" for i in external}))
         a.note = _join(a.note, f"{name} is imported from {where}, which is not in the workspace")
         return a
-    return _by_name(index, name, rel, work, member=target.member, limit=limit)
+    return _by_name(index, name, rel, work, member=target.member, limit=limit, scopes=scopes)
+
+
+def _members_of_results(work: _Work, scopes, lang: str, rel: str, target: Target) -> list[Symbol]:
+    """Members named like `target` of the types the functions it was assigned from return."""
+    index = work.index
+    out: list[Symbol] = []
+    for imp, which in target.member_of_result:
+        for fn in _through_import(work, scopes, lang, rel, imp, imp.name or "", 0) or []:
+            frel = index.relative(fn.path) or ""
+            parsed = work.parse(frel) if fn.kind == "function" else None
+            if parsed is None:
+                continue
+            via, typ = scopes.result_type(parsed.root, fn.line, which)
+            if typ is None:
+                continue
+            files = (_module_files(index, lang, frel, via.module) if via is not None
+                     else scopes.member_files(index, [frel]))
+            if files:
+                out += _members(work, scopes, [typ], target.name, rel, within=files)
+    return out
+
+
+def _visible(index: CodeIndex, scopes, rel: str | None, name: str,
+             symbols: list[Symbol]) -> list[Symbol]:
+    """Drop definitions the language's own rules hide from `rel` (Go: test files, testdata,
+    another package's unexported names)."""
+    rule = getattr(scopes, "visible", None)
+    if rule is None or rel is None:
+        return symbols
+    return [s for s in symbols if rule(rel, index.relative(s.path) or "", name)]
 
 
 def _char(data: bytes, node: Node) -> int:
@@ -211,14 +253,15 @@ def _exported(work: _Work, scopes, lang: str, rel: str, name: str, hops: int) ->
 
 
 def _top_level(s: Symbol, lang: str) -> bool:
-    if lang == "go":
-        return s.kind not in ("method", "field")
+    if lang == "go":  # a package clause names no definition
+        return s.kind not in ("method", "field", "module")
     return s.container is None
 
 
-def _members(work: _Work, scopes, classes: list[str], name: str, rel: str) -> list[Symbol]:
+def _members(work: _Work, scopes, classes: list[str], name: str, rel: str,
+             within: list[str] | None = None) -> list[Symbol]:
     """Members named `name` of the classes named in `classes` or their bases (nearest class
-    definitions first)."""
+    definitions first); `within`: the classes are defined in these files."""
     index = work.index
     seen: set[str] = set()
     todo = list(dict.fromkeys(classes))
@@ -228,7 +271,7 @@ def _members(work: _Work, scopes, classes: list[str], name: str, rel: str) -> li
         if cls in seen:
             continue
         seen.add(cls)
-        defs = [s for s in index.definitions_in(cls, None) if s.kind in TYPE_KINDS]
+        defs = [s for s in index.definitions_in(cls, within) if s.kind in TYPE_KINDS]
         defs = _nearest(index, defs, rel)
         paths = {index.relative(s.path) for s in defs}
         if hasattr(scopes, "member_files"):
@@ -263,16 +306,18 @@ def _nearest(index: CodeIndex, syms: list[Symbol], rel: str) -> list[Symbol]:
 
 
 def _by_name(index: CodeIndex, name: str, rel: str | None, work: _Work | None, *,
-             member: bool, limit: int) -> Answer:
+             member: bool, limit: int, scopes=None) -> Answer:
     """Definitions by name when scope cannot tell: members for `obj.name`, other definitions
-    for a bare name, cut to the nearest tier that has any."""
-    syms = index.definitions_in(name, None, limit=MAX_CANDIDATES)
+    for a bare name, cut to the nearest tier that has any. Where a language's scopes are exact
+    about bare names (Go: a bare name is local, its package's or imported), a bare name is
+    never answered with a member."""
+    syms = _visible(index, scopes, rel, name, index.definitions_in(name, None, limit=MAX_CANDIDATES))
     if member:
         members = [s for s in syms if s.kind in MEMBER_KINDS or s.container]
         syms = members or syms
     else:
         top = [s for s in syms if s.kind not in MEMBER_KINDS]
-        syms = top or syms
+        syms = top if top or getattr(scopes, "BARE_NAMES_EXACT", False) else syms
     if rel is not None and syms:
         tiers: list[list[Symbol]] = [[], [], []]
         d = posixpath.dirname(rel)

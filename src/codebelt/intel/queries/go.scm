@@ -11,6 +11,7 @@
 (field_declaration name: (field_identifier) @name) @definition.field
 (source_file (const_declaration (const_spec name: (identifier) @name) @definition.constant))
 (source_file (var_declaration (var_spec name: (identifier) @name) @definition.variable))
+(source_file (var_declaration (var_spec_list (var_spec name: (identifier) @name) @definition.variable)))
 (package_clause (package_identifier) @name) @definition.module
 
 (call_expression function: (identifier) @name) @reference.call

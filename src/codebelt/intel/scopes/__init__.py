@@ -26,6 +26,10 @@ class Target:
     imports: list[Import] = field(default_factory=list)  # look `name` up through these
     member_of: list[str] = field(default_factory=list)  # classes (types) it is a member of
     member: bool = False  # an attribute of something whose type syntax cannot tell
+    member_in: Import | None = None  # `member_of` are types of this module (Go's `t *testing.T`)
+    # a member of what a function returns (Go's `x, err := pkg.New()`): the function (its
+    # module and name) and which of its results
+    member_of_result: list[tuple[Import, int]] = field(default_factory=list)
     module_of: Import | None = None  # the name is a module: its file is the answer
     constructor: bool = False  # `new C()`: C's constructor is an answer too
     this_module: bool = False  # an attribute of the module itself (`__name__`): its file

@@ -1,9 +1,16 @@
 """Go scopes: blocks and functions over the package, whose scope is every file of its
 directory; a name is bound by `:=`, `var`, `const`, a parameter or result, a range variable,
-or an import (`alias "path"`, else the path's last element). A selector's operand is followed
-one step: an imported package, or a variable whose declaration names its type (a receiver
-`s *S`, `var w T`, `v := T{}`, `&T{}`). Import paths map to directories by go.mod's module
-path, else by their trailing elements."""
+or an import (`alias "path"`, else the path's last element); a binding counts from where it is
+declared, and a function's parameters share its body's scope (`x, err := f(x)` there assigns the
+parameter). A selector's operand is followed one step: an imported package, or a variable whose
+declaration names its type (a receiver `s *S`, `var w T`, `v := T{}`, `&T{}`; `t *testing.T`
+names a type of another package, whose members are looked up there only). Import paths map to
+directories by go.mod's module path, else by their trailing elements.
+
+What a package can see is Go's rule, not a guess: names in `_test.go` files only from test
+files of their directory, anything under `testdata/` only from its own directory (the go tool
+builds neither into the package), and unexported (lower-case) names only inside their own
+package."""
 
 from __future__ import annotations
 
@@ -18,6 +25,8 @@ SCOPES = frozenset({"function_declaration", "method_declaration", "func_literal"
                     "type_switch_statement", "expression_switch_statement", "select_statement",
                     "communication_case", "expression_case", "type_case", "default_case"})
 SAME_PACKAGE = "."
+BARE_NAMES_EXACT = True  # a bare name is local, its package's or imported: never a member
+FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
 
 
 def target(root: Node, node: Node, name: str) -> Target:
@@ -42,6 +51,8 @@ def target(root: Node, node: Node, name: str) -> Target:
     if node.type == "field_identifier":
         t.member = True  # a struct literal's key, a field declaration
         return t
+    if p.type == "literal_element" and _literal_key(root, p, t):
+        return t
     found = _local(node, name)
     if found:
         t.spots += found
@@ -58,12 +69,36 @@ def _local(node: Node, name: str) -> list[Node]:
     n = node.parent
     while n is not None and n.type != "source_file":
         if n.type in SCOPES:
-            found = [b for b in walk(n, SCOPES) if b.type == "identifier" and text(b) == name
-                     and _is_binding(b, n)]
+            found = _bindings(n, name, node)
+            if n.type == "block" and n.parent is not None and n.parent.type in FUNCTIONS:
+                found = _bindings(n.parent, name, node) + found  # parameters: the body's scope
             if found:
-                return found[:1]
+                return found[:1]  # a later `:=` of the same name in this scope assigns it
         n = n.parent
     return []
+
+
+def _bindings(scope: Node, name: str, use: Node) -> list[Node]:
+    """Bindings of `name` directly in `scope` whose scope has begun at `use`, in source order."""
+    return [b for b in walk(scope, SCOPES) if b.type == "identifier" and text(b) == name
+            and _is_binding(b, scope) and _in_scope_at(b, use)]
+
+
+def _in_scope_at(b: Node, use: Node) -> bool:
+    """A local's scope begins at the end of its declaration (`x := x + 1` reads the outer x);
+    a parameter's covers the whole body; a type switch's alias, its clauses."""
+    if b.start_byte == use.start_byte:
+        return True  # the binding itself
+    p = b.parent
+    if p is not None and p.type == "expression_list":
+        p = p.parent
+    if p is None or p.type in ("parameter_declaration", "variadic_parameter_declaration",
+                               "type_parameter_declaration"):
+        return True
+    if p.type == "type_switch_statement":
+        value = p.child_by_field_name("value")
+        return use.start_byte >= (value.end_byte if value is not None else b.end_byte)
+    return p.end_byte <= use.start_byte
 
 
 def _is_binding(b: Node, scope: Node) -> bool:
@@ -72,10 +107,19 @@ def _is_binding(b: Node, scope: Node) -> bool:
         return False
     if p.type == "expression_list":
         q = p.parent
+        if q is not None and q.type == "type_switch_statement":  # `switch s := s.(type)`
+            return q.child_by_field_name("alias") == p
         return q is not None and q.type in ("short_var_declaration", "range_clause") and \
             q.child_by_field_name("left") == p
-    if p.type in ("parameter_declaration", "variadic_parameter_declaration", "var_spec",
-                  "const_spec"):
+    if p.type == "type_parameter_declaration":  # `func F[T any]`
+        owner = p.parent.parent if p.parent is not None else None
+        return owner == scope and any(c == b for c in p.children_by_field_name("name"))
+    if p.type in ("parameter_declaration", "variadic_parameter_declaration"):
+        # the scope's own parameters, not those named in a function type inside it
+        # (`adjust func(src []byte, indent int)` binds no `indent`)
+        owner = p.parent.parent if p.parent is not None else None
+        return owner == scope and any(c == b for c in p.children_by_field_name("name"))
+    if p.type in ("var_spec", "const_spec"):
         return any(c == b for c in p.children_by_field_name("name"))
     if p.type == "type_switch_statement":
         return p.child_by_field_name("alias") == b
@@ -111,16 +155,56 @@ def _member(root: Node, operand: Node | None, t: Target) -> None:
     local = _local(operand, name)
     if not local:
         imp = _package(root, name)
-        if imp is not None:
+        if imp is not None:  # `runtime.GOOS`: a name of that package, not a member
+            t.member = False
             t.imports.append(Import(imp.module, t.name, imp.line))
         return
     for b in local:
-        typ = _declared_type(b)
-        if typ:
+        pkg, typ = _declared_type(b)
+        if typ is None:
+            call = _declared_call(root, b)
+            if call is not None:
+                t.member_of_result.append(call)
+            continue
+        if pkg is not None:
+            imp = _package(root, pkg)
+            if imp is not None:  # `t *testing.T`: a member of a type of that package
+                t.member_in = Import(imp.module, typ, imp.line)
+                t.member_of.append(typ)
+        elif typ:
             t.member_of.append(typ)
 
 
-def _declared_type(b: Node) -> str | None:
+def _literal_key(root: Node, element: Node, t: Target) -> bool:
+    """`T{Side: 3}`: a key of a struct literal is a field of T (of another package's T for
+    `geo.Square{…}`); a map's or slice's key is an expression (False)."""
+    keyed = element.parent
+    if keyed is None or keyed.type != "keyed_element" or keyed.named_children[:1] != [element]:
+        return False
+    lit = keyed.parent.parent if keyed.parent is not None else None
+    typ = lit.child_by_field_name("type") if lit is not None and lit.type == "composite_literal" \
+        else None
+    if typ is not None and typ.type == "generic_type":
+        typ = typ.named_children[0] if typ.named_children else None
+    if typ is None:  # an elided type inside an outer literal (`[]T{{Side: 1}}`): a field
+        t.member = True
+        return True
+    if typ.type == "type_identifier":
+        t.member = True
+        t.member_of.append(text(typ))
+        return True
+    if typ.type == "qualified_type":
+        t.member = True
+        imp = _package(root, text(typ.child_by_field_name("package")))
+        if imp is not None:
+            t.member_in = Import(imp.module, text(typ.child_by_field_name("name")), imp.line)
+            t.member_of.append(t.member_in.name)
+        return True
+    return False
+
+
+def _declared_type(b: Node) -> tuple[str | None, str | None]:
+    """(package name or None, type name) of the type `b`'s declaration names."""
     p = b.parent
     typ = p.child_by_field_name("type") if p is not None and p.type in (
         "parameter_declaration", "var_spec") else None
@@ -135,9 +219,81 @@ def _declared_type(b: Node) -> str | None:
                 typ = value.child_by_field_name("type")
     while typ is not None and typ.type in ("pointer_type", "generic_type"):
         typ = typ.named_children[0] if typ.named_children else None
+    pkg = None
     if typ is not None and typ.type == "qualified_type":
+        pkg = text(typ.child_by_field_name("package")) or None
         typ = typ.child_by_field_name("name")
-    return text(typ) if typ is not None and typ.type == "type_identifier" else None
+    if typ is None or typ.type != "type_identifier":
+        return None, None
+    return pkg, text(typ)
+
+
+def _declared_call(root: Node, b: Node) -> tuple[Import, int] | None:
+    """`x, err := F(…)` / `pkg.F(…)`: the function `b` takes its value from and which result."""
+    p = b.parent
+    q = p.parent if p is not None and p.type == "expression_list" else None
+    if q is None or q.type not in ("short_var_declaration", "var_spec", "assignment_statement"):
+        return None
+    right = q.child_by_field_name("right") or q.child_by_field_name("value")
+    values = right.named_children if right is not None else []
+    if len(values) != 1 or values[0].type != "call_expression":
+        return None  # one call giving several results is the only form followed
+    which = p.named_children.index(b)
+    fn = values[0].child_by_field_name("function")
+    if fn is None:
+        return None
+    if fn.type == "identifier":
+        if _local(fn, text(fn)):
+            return None  # a function value held in a local
+        return Import(SAME_PACKAGE, text(fn)), which
+    if fn.type == "selector_expression":
+        operand, field = fn.child_by_field_name("operand"), fn.child_by_field_name("field")
+        if operand is not None and operand.type == "identifier" and not _local(operand, text(operand)):
+            imp = _package(root, text(operand))
+            if imp is not None:
+                return Import(imp.module, text(field), imp.line), which
+    return None
+
+
+def result_type(root: Node, line: int, which: int) -> tuple[Import | None, str | None]:
+    """Of the function declared at `line` (1-based) of this file, the type of result `which`:
+    (the import it comes through, or None for this package; the type's name)."""
+    for fn in walk(root, frozenset({"function_declaration", "method_declaration"})):
+        if fn.type == "function_declaration" and fn.start_point[0] + 1 <= line <= fn.end_point[0] + 1:
+            break
+    else:
+        return None, None
+    result = fn.child_by_field_name("result")
+    if result is None:
+        return None, None
+    if result.type == "parameter_list":
+        types = []
+        for decl in result.named_children:
+            typ = decl.child_by_field_name("type")
+            types += [typ] * max(1, len(decl.children_by_field_name("name")))
+        result = types[which] if which < len(types) else None
+    elif which:
+        return None, None
+    while result is not None and result.type in ("pointer_type", "generic_type"):
+        result = result.named_children[0] if result.named_children else None
+    if result is None:
+        return None, None
+    if result.type == "qualified_type":
+        imp = _package(root, text(result.child_by_field_name("package")))
+        return (imp, text(result.child_by_field_name("name"))) if imp is not None else (None, None)
+    return (None, text(result)) if result.type == "type_identifier" else (None, None)
+
+
+def visible(use: str, definition: str, name: str) -> bool:
+    """Whether a definition in file `definition` can be what `name` in file `use` names."""
+    use_dir, def_dir = posixpath.dirname(use), posixpath.dirname(definition)
+    if "testdata" in def_dir.split("/") and def_dir != use_dir:
+        return False
+    if definition.endswith("_test.go") and not (use.endswith("_test.go") and def_dir == use_dir):
+        return False
+    if name[:1].isupper():
+        return True
+    return def_dir == use_dir  # unexported: its own package only
 
 
 def reexports(root: Node, name: str) -> list[Import]:
