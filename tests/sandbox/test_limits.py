@@ -224,3 +224,20 @@ def test_a_group_owned_by_a_live_process_is_not_taken_over(tmp_path):
         second.close()
         first.close()
     assert not (parent / f"codebelt-twice-{os.getpid()}").exists()
+
+
+@pytest.mark.parametrize("controller", ["pids", "memory"])
+def test_a_lockless_group_of_a_live_older_release_survives_a_sweep(controller):
+    """A codebelt release from before the lock uses its group without holding one: while its
+    pid (the name's last part) is alive here, a sweep must not take the group away from under
+    its next command (whose join would fail with ENODEV)."""
+    parent, why, _ = limits.find_controller_parent(controller)
+    if parent is None:
+        pytest.skip(f"no writable {controller} cgroup here: {why}")
+    group = parent / f"codebelt-olderrelease-{os.getpid()}"
+    group.mkdir()
+    try:
+        limits._remove_stale_groups(parent)
+        assert group.is_dir(), "the live owner's group was removed because it held no lock"
+    finally:
+        group.rmdir()

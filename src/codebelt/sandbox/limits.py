@@ -301,12 +301,20 @@ def _remove_own(group: Path) -> None:
 
 
 def _remove_stale_groups(parent: Path) -> None:
-    """Remove empty session cgroups whose owner is gone: those whose lock can be taken."""
+    """Remove empty session cgroups whose owner is gone: those whose lock can be taken and
+    whose owner pid (the name's last part) is not a live process here. The lock alone is not
+    proof: a codebelt release from before the lock holds none on the group it is using (a pid
+    alive here keeps it), and the pid alone is not either (another pid namespace's owner, a
+    reused pid: the lock keeps those). An empty group left by an owner whose pid was reused
+    stays until that pid ends — a leak of an empty directory, never a live session's group."""
     try:
         groups = list(parent.glob("codebelt-*"))
     except OSError:
         return
     for group in groups:
+        owner = group.name.rsplit("-", 1)[-1]
+        if not owner.isdigit() or os.path.exists(f"/proc/{owner}"):
+            continue
         try:
             fd = os.open(group, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
