@@ -15,7 +15,7 @@ from typing import Iterable
 from ..errors import IndexStoreError
 from .rows import FileRows
 
-SCHEMA_VERSION = "6"  # 6: Go variables of `var ( … )` blocks
+SCHEMA_VERSION = "6"  # 6: Go variables of `var ( … )` blocks, embedded fields
 DB_NAME = "index.sqlite3"
 # The WAL is copied back into the database (a checkpoint: two fsyncs, tens of ms) by a thread
 # of its own once it passes CHECKPOINT_AT, so a re-index does not wait on the disk; past

@@ -9,6 +9,8 @@
 (type_alias name: (type_identifier) @name) @definition.type
 (method_elem name: (field_identifier) @name) @definition.method
 (field_declaration name: (field_identifier) @name) @definition.field
+; an embedded field (`*Doc`, `ast.Node`) is a field named after its type
+(field_declaration !name type: [(type_identifier) @name (qualified_type name: (type_identifier) @name)]) @definition.field
 (source_file (const_declaration (const_spec name: (identifier) @name) @definition.constant))
 (source_file (var_declaration (var_spec name: (identifier) @name) @definition.variable))
 (source_file (var_declaration (var_spec_list (var_spec name: (identifier) @name) @definition.variable)))

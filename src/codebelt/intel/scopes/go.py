@@ -5,7 +5,8 @@ declared, and a function's parameters share its body's scope (`x, err := f(x)` t
 parameter). A selector's operand is followed one step: an imported package, or a variable whose
 declaration names its type (a receiver `s *S`, `var w T`, `v := T{}`, `&T{}`; `t *testing.T`
 names a type of another package, whose members are looked up there only). Import paths map to
-directories by go.mod's module path, else by their trailing elements.
+directories by go.mod's module path, else by their trailing elements. Fields and methods of
+embedded types are promoted: a member not found on a struct is looked for on what it embeds.
 
 What a package can see is Go's rule, not a guess: names in `_test.go` files only from test
 files of their directory, anything under `testdata/` only from its own directory (the go tool
@@ -301,7 +302,22 @@ def reexports(root: Node, name: str) -> list[Import]:
 
 
 def class_bases(root: Node, line: int) -> list[str]:
-    return []  # embedding is not followed
+    """The types a struct declared at `line` embeds (their fields and methods are promoted)."""
+    for spec in walk(root, frozenset({"function_declaration", "method_declaration"})):
+        if spec.type == "type_spec" and spec.start_point[0] + 1 == line:
+            body = spec.child_by_field_name("type")
+            if body is None or body.type != "struct_type":
+                return []
+            out = []
+            for decl in walk(body, frozenset({"struct_type", "interface_type"})):
+                if decl.type == "field_declaration" and decl.child_by_field_name("name") is None:
+                    typ = decl.child_by_field_name("type")
+                    if typ is not None and typ.type == "qualified_type":
+                        typ = typ.child_by_field_name("name")
+                    if typ is not None and typ.type == "type_identifier":
+                        out.append(text(typ))
+            return out
+    return []
 
 
 def member_files(index, paths: list[str]) -> list[str]:
