@@ -125,7 +125,14 @@ def definitions_at(index: CodeIndex, path: Path, line: int, character: int | Non
     elif target.member_of and not symbols:
         symbols += _members(work, scopes, target.member_of, target.name, rel)
     if target.member_of_result and not symbols:
-        symbols += _members_of_results(work, scopes, lang, rel, target)
+        found, outside = _members_of_results(work, scopes, lang, rel, target)
+        if not found and len(outside) == len(target.member_of_result):
+            a = _answer(index, [], [], limit)  # `fi, err := os.Stat(p)`: a type from outside
+            where = ", ".join(sorted({f"{i.module}.{i.name} (line {i.line})" for i in outside}))
+            a.note = _join(a.note, f"{name} is a member of what {where} returns, which is not in "
+                                   "the workspace")
+            return a
+        symbols += found
     symbols = _visible(index, scopes, rel, name, symbols)
     if spots:  # bindings the index knows as definitions are answered as symbols (kind, signature)
         known = {(index.relative(s.path), s.line, s.character): s
@@ -141,12 +148,18 @@ def definitions_at(index: CodeIndex, path: Path, line: int, character: int | Non
     return _by_name(index, name, rel, work, member=target.member, limit=limit, scopes=scopes)
 
 
-def _members_of_results(work: _Work, scopes, lang: str, rel: str, target: Target) -> list[Symbol]:
-    """Members named like `target` of the types the functions it was assigned from return."""
+def _members_of_results(work: _Work, scopes, lang: str, rel: str,
+                        target: Target) -> tuple[list[Symbol], list[Import]]:
+    """Members named like `target` of the types the functions it was assigned from return, and
+    those functions whose module is not in the workspace."""
     index = work.index
     out: list[Symbol] = []
+    outside: list[Import] = []
     for imp, which in target.member_of_result:
-        for fn in _through_import(work, scopes, lang, rel, imp, imp.name or "", 0) or []:
+        fns = _through_import(work, scopes, lang, rel, imp, imp.name or "", 0)
+        if fns is None:
+            outside.append(imp)
+        for fn in fns or []:
             frel = index.relative(fn.path) or ""
             parsed = work.parse(frel) if fn.kind == "function" else None
             if parsed is None:
@@ -158,7 +171,7 @@ def _members_of_results(work: _Work, scopes, lang: str, rel: str, target: Target
                      else scopes.member_files(index, [frel]))
             if files:
                 out += _members(work, scopes, [typ], target.name, rel, within=files)
-    return out
+    return out, outside
 
 
 def _visible(index: CodeIndex, scopes, rel: str | None, name: str,
