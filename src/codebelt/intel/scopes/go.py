@@ -2,9 +2,13 @@
 directory; a name is bound by `:=`, `var`, `const`, a parameter or result, a range variable,
 or an import (`alias "path"`, else the path's last element); a binding counts from where it is
 declared, and a function's parameters share its body's scope (`x, err := f(x)` there assigns the
-parameter). A selector's operand is followed one step: an imported package, or a variable whose
-declaration names its type (a receiver `s *S`, `var w T`, `v := T{}`, `&T{}`; `t *testing.T`
-names a type of another package, whose members are looked up there only). Import paths map to
+parameter). A selector's operand is followed one step: an imported package; a variable whose
+declaration names its type (a receiver `s *S`, `var w T`, `v := T{}`, `&T{}`, `s := x.(*T)`, a
+type switch's clause of one type; `t *testing.T` names a type of another package, whose members
+are looked up there only) or takes it from a named function's result (`p, err := newParser()`:
+the result type in the function's declaration); a literal, assertion or call itself (`T{}.x`,
+`f().x`). A struct literal's keys are fields of its type, elided types (`[]T{{Side: 1}}`)
+included. Import paths map to
 directories by go.mod's module path, else by their trailing elements. Fields and methods of
 embedded types are promoted: a member not found on a struct is looked for on what it embeds.
 
@@ -150,7 +154,21 @@ def _package_spec(root: Node, name: str) -> Node | None:
 
 def _member(root: Node, operand: Node | None, t: Target) -> None:
     t.member = True
-    if operand is None or operand.type != "identifier":
+    while operand is not None and operand.type == "parenthesized_expression" and operand.named_children:
+        operand = operand.named_children[0]
+    if operand is None:
+        return
+    if operand.type == "unary_expression":  # `(&T{…}).x`
+        operand = operand.child_by_field_name("operand") or operand
+    if operand.type in ("composite_literal", "type_assertion_expression"):  # `T{…}.x`, `v.(*T).x`
+        _of_type(root, operand.child_by_field_name("type"), t)
+        return
+    if operand.type == "call_expression":  # `pkg.New().x`
+        fn = _call_target(root, operand)
+        if fn is not None:
+            t.member_of_result.append((fn, 0))
+        return
+    if operand.type != "identifier":
         return
     name = text(operand)
     local = _local(operand, name)
@@ -161,72 +179,119 @@ def _member(root: Node, operand: Node | None, t: Target) -> None:
             t.imports.append(Import(imp.module, t.name, imp.line))
         return
     for b in local:
-        pkg, typ = _declared_type(b)
-        if typ is None:
-            call = _declared_call(root, b)
-            if call is not None:
-                t.member_of_result.append(call)
+        typ = _declared_type(b, operand)
+        if typ is not None:
+            _of_type(root, typ, t)
             continue
-        if pkg is not None:
-            imp = _package(root, pkg)
-            if imp is not None:  # `t *testing.T`: a member of a type of that package
-                t.member_in = Import(imp.module, typ, imp.line)
-                t.member_of.append(typ)
-        elif typ:
-            t.member_of.append(typ)
+        call = _declared_call(root, b)
+        if call is not None:
+            t.member_of_result.append(call)
 
 
-def _literal_key(root: Node, element: Node, t: Target) -> bool:
-    """`T{Side: 3}`: a key of a struct literal is a field of T (of another package's T for
-    `geo.Square{…}`); a map's or slice's key is an expression (False)."""
-    keyed = element.parent
-    if keyed is None or keyed.type != "keyed_element" or keyed.named_children[:1] != [element]:
-        return False
-    lit = keyed.parent.parent if keyed.parent is not None else None
-    typ = lit.child_by_field_name("type") if lit is not None and lit.type == "composite_literal" \
-        else None
-    if typ is not None and typ.type == "generic_type":
+def _strip(typ: Node | None) -> Node | None:
+    while typ is not None and typ.type in ("pointer_type", "generic_type", "parenthesized_type"):
         typ = typ.named_children[0] if typ.named_children else None
-    if typ is None:  # an elided type inside an outer literal (`[]T{{Side: 1}}`): a field
-        t.member = True
-        return True
+    return typ
+
+
+def _of_type(root: Node, typ: Node | None, t: Target) -> bool:
+    """Record that `t` is a member of the type `typ` names (`T`, `*T`, `pkg.T`, `T[int]`)."""
+    typ = _strip(typ)
+    if typ is None:
+        return False
     if typ.type == "type_identifier":
-        t.member = True
         t.member_of.append(text(typ))
         return True
     if typ.type == "qualified_type":
-        t.member = True
         imp = _package(root, text(typ.child_by_field_name("package")))
-        if imp is not None:
-            t.member_in = Import(imp.module, text(typ.child_by_field_name("name")), imp.line)
-            t.member_of.append(t.member_in.name)
+        if imp is None:
+            return False
+        t.member_in = Import(imp.module, text(typ.child_by_field_name("name")), imp.line)
+        t.member_of.append(t.member_in.name)  # `t *testing.T`: looked up in that package only
         return True
     return False
 
 
-def _declared_type(b: Node) -> tuple[str | None, str | None]:
-    """(package name or None, type name) of the type `b`'s declaration names."""
+ELEMENTS = frozenset({"slice_type", "array_type", "implicit_length_array_type", "map_type"})
+
+
+def _literal_type(body: Node, depth: int = 0) -> Node | None:
+    """The type of the composite literal whose `{…}` is `body`: its own, or for one whose type
+    is elided (`[]T{{…}}`, `map[K]V{k: {…}}`), the element type of the literal around it."""
+    p = body.parent
+    if p is None:
+        return None
+    if p.type == "composite_literal":
+        return p.child_by_field_name("type")
+    if p.type != "literal_element" or depth > 8:
+        return None
+    outer, is_key = p.parent, False
+    if outer is not None and outer.type == "keyed_element":
+        is_key = outer.named_children[:1] == [p]
+        outer = outer.parent
+    if outer is None or outer.type != "literal_value":
+        return None
+    typ = _strip(_literal_type(outer, depth + 1))
+    if typ is None or typ.type not in ELEMENTS:
+        return None
+    if typ.type == "map_type":
+        return typ.child_by_field_name("key" if is_key else "value")
+    return typ.child_by_field_name("element")
+
+
+def _literal_key(root: Node, element: Node, t: Target) -> bool:
+    """`T{Side: 3}`: a key of a struct literal is a field of T (of another package's T for
+    `geo.Square{…}`, of the element type where the literal's type is elided); a map's, slice's
+    or array's key is an expression (False)."""
+    keyed = element.parent
+    if keyed is None or keyed.type != "keyed_element" or keyed.named_children[:1] != [element]:
+        return False
+    typ = _strip(_literal_type(keyed.parent)) if keyed.parent is not None else None
+    if typ is not None and typ.type in ELEMENTS:
+        return False
+    t.member = True
+    _of_type(root, typ, t)
+    return True
+
+
+def _declared_type(b: Node, use: Node) -> Node | None:
+    """The type node `b`'s declaration names, as seen at `use`: a declared type, a composite
+    literal's, a type assertion's (`s := x.(*ast.ImportSpec)`, `b, ok := v.(*T)`), and in a
+    type switch's clause of one type, that type."""
     p = b.parent
-    typ = p.child_by_field_name("type") if p is not None and p.type in (
-        "parameter_declaration", "var_spec") else None
-    if typ is None and p is not None and p.type == "expression_list":
-        q = p.parent
-        right = q.child_by_field_name("right") if q is not None else None
-        if right is not None and right.named_child_count == p.named_child_count:
-            value = right.named_children[p.named_children.index(b)]
-            if value.type == "unary_expression":
-                value = value.child_by_field_name("operand") or value
-            if value.type == "composite_literal":
-                typ = value.child_by_field_name("type")
-    while typ is not None and typ.type in ("pointer_type", "generic_type"):
-        typ = typ.named_children[0] if typ.named_children else None
-    pkg = None
-    if typ is not None and typ.type == "qualified_type":
-        pkg = text(typ.child_by_field_name("package")) or None
-        typ = typ.child_by_field_name("name")
-    if typ is None or typ.type != "type_identifier":
-        return None, None
-    return pkg, text(typ)
+    if p is not None and p.type in ("parameter_declaration", "var_spec"):
+        typ = p.child_by_field_name("type")
+        if typ is not None:
+            return typ
+    if p is None or p.type != "expression_list":
+        return None
+    q = p.parent
+    if q is not None and q.type == "type_switch_statement":
+        return _case_type(q, use)
+    right = q.child_by_field_name("right") or q.child_by_field_name("value") if q is not None else None
+    values = right.named_children if right is not None else []
+    at = p.named_children.index(b)
+    if len(values) == 1 and at == 0 and values[0].type == "type_assertion_expression":
+        return values[0].child_by_field_name("type")
+    if len(values) != p.named_child_count:
+        return None
+    value = values[at]
+    if value.type == "unary_expression":
+        value = value.child_by_field_name("operand") or value
+    if value.type in ("composite_literal", "type_assertion_expression"):
+        return value.child_by_field_name("type")
+    return None
+
+
+def _case_type(switch: Node, use: Node) -> Node | None:
+    """The type of the clause of `switch` that `use` is in, when the clause names one type."""
+    n = use.parent
+    while n is not None and n != switch:
+        if n.type == "type_case" and n.parent == switch:
+            types = n.children_by_field_name("type")
+            return types[0] if len(types) == 1 else None
+        n = n.parent
+    return None
 
 
 def _declared_call(root: Node, b: Node) -> tuple[Import, int] | None:
@@ -239,20 +304,25 @@ def _declared_call(root: Node, b: Node) -> tuple[Import, int] | None:
     values = right.named_children if right is not None else []
     if len(values) != 1 or values[0].type != "call_expression":
         return None  # one call giving several results is the only form followed
-    which = p.named_children.index(b)
-    fn = values[0].child_by_field_name("function")
+    fn = _call_target(root, values[0])
+    return (fn, p.named_children.index(b)) if fn is not None else None
+
+
+def _call_target(root: Node, call: Node) -> Import | None:
+    """The function a call calls, when it is named: `F(…)` in this package, `pkg.F(…)`."""
+    fn = call.child_by_field_name("function")
     if fn is None:
         return None
     if fn.type == "identifier":
         if _local(fn, text(fn)):
             return None  # a function value held in a local
-        return Import(SAME_PACKAGE, text(fn)), which
+        return Import(SAME_PACKAGE, text(fn))
     if fn.type == "selector_expression":
         operand, field = fn.child_by_field_name("operand"), fn.child_by_field_name("field")
         if operand is not None and operand.type == "identifier" and not _local(operand, text(operand)):
             imp = _package(root, text(operand))
             if imp is not None:
-                return Import(imp.module, text(field), imp.line), which
+                return Import(imp.module, text(field), imp.line)
     return None
 
 
