@@ -18,6 +18,9 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(state / "state"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(state / "cache"))
     monkeypatch.delenv("CODEBELT_AUDIT_DB", raising=False)
+    # `codebelt` run by a test runs in its own process: no resident helper outlives the test
+    # (tests/core/test_cli_helper.py turns it on where it is the subject).
+    monkeypatch.setenv("CODEBELT_HELPER", "0")
 
 
 @pytest.fixture

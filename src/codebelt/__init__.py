@@ -10,7 +10,7 @@ pay for pydantic and the session machinery they never use.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing: the light entry points stay light
 
 __version__ = "0.1.0"
 
@@ -48,6 +48,8 @@ _EXPORTS = {
 __all__ = list(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
     from .errors import (
         ApprovalRefused,
         Cancelled,

@@ -7,9 +7,12 @@ Exit codes: 0 success, 1 the tool reported an error, 2 usage error.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (the helper's caller stays light)
+
+if TYPE_CHECKING:
+    import argparse
 
 SUBCOMMANDS = {
     "call": "run one tool call and print its result",
@@ -31,13 +34,6 @@ class UsageError(Exception):
     pass
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
-        raise SystemExit(2)
-
-
 def add_common(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("session options")
     g.add_argument("--root", default=".", help="workspace root (default: current directory)")
@@ -50,6 +46,14 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse  # here: a call the resident helper runs never needs it in this process
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> None:  # type: ignore[override]
+            self.print_usage(sys.stderr)
+            sys.stderr.write(f"{self.prog}: error: {message}\n")
+            raise SystemExit(2)
+
     parser = _Parser(prog="codebelt", description="The tool layer of a coding agent.")
     parser.add_argument("--version", action="version", version="codebelt 0.1.0")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -75,8 +79,14 @@ def _exit_cleanly_on_sigterm() -> None:
         pass
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, use_helper: bool = True) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if use_helper and argv[:1] == ["call"]:
+        from .helper import call
+
+        code = call(argv)  # None: run here
+        if code is not None:
+            return code
     parser = build_parser()
     # Parse the subcommand name first, then let its module add its own arguments.
     pre = [a for a in argv if not a.startswith("-")]
