@@ -112,42 +112,53 @@ def deep_read(path: Path, offset: int, limit: int, runs: int) -> dict:
 
 
 def edit_vs_cp(src: Path, runs: int) -> dict:
+    """One-line Edit in the middle of `src` (a fresh copy each run), with the checkpoint the Edit
+    keeps by default (the file's content before and after, stored) and without it, next to `cp`
+    and `cp` + fsync of the same file; each from a clean page cache, in turn."""
     from codebelt import Session
 
     work = Path(tempfile.mkdtemp(prefix="bench-files-", dir=CORPUS))
     try:
         target = work / "edit.txt"
         copy = work / "copy.txt"
-        edit_times, cp_times, cp_sync_times = [], [], []
-        mid_line = None
-        for i in range(runs):
+        times: dict[str, list[float]] = {"edit": [], "edit_no_checkpoint": [], "cp": [], "cp_fsync": []}
+
+        def edit(key: str, i: int, settings: dict) -> None:
             shutil.copyfile(src, target)
             with open(target, "rb") as f:
                 f.seek(target.stat().st_size // 2)
                 f.readline()
                 mid_line = f.readline().decode().rstrip("\n")
-            with Session(root=work, audit=False, load_user_settings=False, mode="acceptEdits") as s:
+            with Session(root=work, audit=False, load_user_settings=False, mode="acceptEdits",
+                         settings=settings) as s:
+                (work / "warm.txt").write_text("a\n")
+                s.call("Read", {"file_path": "warm.txt"})
+                s.call("Edit", {"file_path": "warm.txt", "old_string": "a", "new_string": "b"})  # the tool's import
                 s.call("Read", {"file_path": "edit.txt", "limit": 10})
                 os.sync()  # start from clean page cache: no writeback of the setup copy in the timing
                 t = time.perf_counter()
                 r = s.call("Edit", {"file_path": "edit.txt", "old_string": mid_line,
                                     "new_string": mid_line.upper() + f" edited {i}"})
-                edit_times.append(time.perf_counter() - t)
+                times[key].append(time.perf_counter() - t)
                 assert not r.is_error, r.text
+
+        def cp(key: str, sync: bool) -> None:
             os.sync()
             t = time.perf_counter()
             subprocess.run(["cp", str(src), str(copy)], check=True, timeout=120)
-            cp_times.append(time.perf_counter() - t)
+            if sync:
+                fd = os.open(copy, os.O_RDONLY)
+                os.fsync(fd)
+                os.close(fd)
+            times[key].append(time.perf_counter() - t)
             copy.unlink()
-            os.sync()
-            t = time.perf_counter()
-            subprocess.run(["cp", str(src), str(copy)], check=True, timeout=120)
-            fd = os.open(copy, os.O_RDONLY)
-            os.fsync(fd)
-            os.close(fd)
-            cp_sync_times.append(time.perf_counter() - t)
-            copy.unlink()
-        return {"edit": min(edit_times), "cp": min(cp_times), "cp_fsync": min(cp_sync_times)}
+
+        for i in range(runs):
+            edit("edit", i, {})
+            cp("cp", False)
+            edit("edit_no_checkpoint", i, {"checkpoints": {"enabled": False}})
+            cp("cp_fsync", True)
+        return {k: min(v) for k, v in times.items()}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -158,7 +169,8 @@ def cold_start(runs: int) -> dict:
         (work / "README.md").write_text("# hello\n" * 20)
         codebelt = SCRIPTS / "codebelt"
         argv = [str(codebelt), "call", "--root", str(work), "Read", '{"file_path": "README.md", "limit": 5}']
-        t_cb = best(lambda: subprocess.run(argv, capture_output=True, timeout=60, check=True), runs)
+        env = {**os.environ, "CODEBELT_HELPER": "0"}  # a process of its own (bench_cli.py measures the helper)
+        t_cb = best(lambda: subprocess.run(argv, capture_output=True, timeout=60, check=True, env=env), runs)
         t_py = best(lambda: subprocess.run([PY, "-c", "pass"], capture_output=True, timeout=60), runs)
         t_cat = best(lambda: subprocess.run(["head", "-n", "5", str(work / "README.md")], capture_output=True, timeout=60), runs)
         imp = subprocess.run([PY, "-X", "importtime", str(codebelt), *argv[1:]], capture_output=True, text=True, timeout=60)
@@ -375,8 +387,9 @@ def main() -> None:
         ("Read 2,000 lines at line {:,} (fresh process)".format(offset), deep["first"], "tail | head", t_tail,
          "goal ≤ 2×"),
         ("Read of a nearby page (cached line index)", deep["second"], "first Read", deep["first"], "goal ≥ 10× faster"),
-        ("Edit one line, 50 MB file (with fsync)", ev["edit"], "cp", ev["cp"], "goal ≤ 2×"),
-        ("  same Edit", ev["edit"], "cp + fsync", ev["cp_fsync"], ""),
+        ("Edit one line, 50 MB file (with fsync)", ev["edit"], "cp", ev["cp"], ""),
+        ("  same Edit", ev["edit"], "cp + fsync", ev["cp_fsync"], "goal ≤ 2×"),
+        ("  same Edit, no checkpoint kept", ev["edit_no_checkpoint"], "cp + fsync", ev["cp_fsync"], ""),
         ("codebelt call Read cold start", cold["codebelt"], "python -c pass", cold["python"], "report"),
     ]
     print()
