@@ -127,6 +127,7 @@ def main() -> None:
         edit_in = json.dumps({"file_path": "notes.txt", "old_string": "line 7\n", "new_string": "line 7\n\n"})
         edit_back = json.dumps({"file_path": "notes.txt", "old_string": "line 7\n\n", "new_string": "line 7\n"})
         rows: list[tuple[str, str, str, dict]] = []
+        notes: list[str] = []
 
         def want(key: str) -> bool:
             return only is None or key in only
@@ -156,7 +157,8 @@ def main() -> None:
         add("nopyc", "apply_patch, no bytecode cache", "apply_patch", [apply_patch, PATCH], [apply_patch, PATCH],
             env_a=nopyc)
         if want("helper"):
-            helped = {**env, "CODEBELT_HELPER": "1"}
+            log = tmp / "helper.log"
+            helped = {**env, "CODEBELT_HELPER": "1", "CODEBELT_HELPER_LOG": str(log)}
             run_once(read, ws, helped)  # starts the helper (this call runs in its own process)
             from codebelt.cli import helper
 
@@ -168,11 +170,17 @@ def main() -> None:
                 add("helper", "codebelt call Read, resident helper", "codebelt call Read", read, read, env_a=helped)
             finally:
                 helper.stop(str(run / "codebelt"))
+            # the caller's CPU is in the rows; the forked child's (which runs the call) is logged
+            child_cpu = [float(line.split()[3]) for line in log.read_text().splitlines() if line.startswith("done ")]
+            if child_cpu:
+                notes.append(f"resident helper: the forked child that runs each call used {statistics.median(child_cpu):.0f} ms "
+                             f"CPU (median of {len(child_cpu)}), on top of the caller's own in the rows above")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
     if args.json:
-        print(json.dumps([{"row": n, "baseline": b, "key": k, **r} for n, b, k, r in rows], indent=2))
+        print(json.dumps({"rows": [{"row": n, "baseline": b, "key": k, **r} for n, b, k, r in rows], "notes": notes},
+                         indent=2))
         return
     ms = lambda v: f"{v * 1000:.0f}"  # noqa: E731
     print(f"\n{len(rows)} rows, {args.runs} alternating pairs each; medians, [quartiles]; CPU = user + system of the child")
@@ -183,6 +191,8 @@ def main() -> None:
               f"{base:34} {ms(r['b_wall'][1]):>8} {ms(r['b_cpu'][1]):>7} | "
               f"{r['wall_ratio'][1]:5.2f} [{r['wall_ratio'][0]:.2f}-{r['wall_ratio'][2]:.2f}] "
               f"{r['cpu_ratio'][1]:5.2f} [{r['cpu_ratio'][0]:.2f}-{r['cpu_ratio'][2]:.2f}]")
+    for note in notes:
+        print(note)
     print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
 
 

@@ -382,14 +382,15 @@ def stop(directory: str | None = None) -> None:
                 pass
 
 
-def _log(event: str) -> None:
-    """One line per event to $CODEBELT_HELPER_LOG, when set (for tests and for people looking)."""
+def _log(event: str, detail: str = "") -> None:
+    """One line per event to $CODEBELT_HELPER_LOG, when set (for tests, benchmarks and people
+    looking): the event, the process id, then any detail."""
     path = os.environ.get("CODEBELT_HELPER_LOG")
     if path:
         try:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
-                os.write(fd, f"{event} {os.getpid()}\n".encode())
+                os.write(fd, f"{event} {os.getpid()}{' ' + detail if detail else ''}\n".encode())
             finally:
                 os.close(fd)
         except OSError:
@@ -478,6 +479,13 @@ def _child(conn: _socket.socket, own_key: str) -> None:
     _streams(request["streams"])
     _log("served")
     code = _run(conn, request["argv"])
+    if os.environ.get("CODEBELT_HELPER_LOG"):
+        import resource
+
+        # this child's CPU time since the fork, and its commands': what the call cost the machine
+        cpu = sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                    resource.getrusage(resource.RUSAGE_CHILDREN)))
+        _log("done", f"{code} {cpu * 1000:.1f}")
     conn.sendall(b"X %d\n" % code)
     os._exit(code)
 
