@@ -2,7 +2,7 @@
 
 Two answers, from the one shared walk of each root (`files.scan`):
 
-- the paths the read-only jail masks: every entry a deny rule matches (a matched directory is
+- the paths the read-only jail and the write sandbox mask: every entry a deny rule matches (a matched directory is
   masked whole), and every other name of a denied file — a hard link (`ln .env x`) is the same
   file, so it is masked too;
 - the inodes of denied files, so that a file whose (st_dev, st_ino) is a denied file's is denied
@@ -11,8 +11,11 @@ Two answers, from the one shared walk of each root (`files.scan`):
 A rule about paths outside the workspace (`Read(~/.aws/**)`, `Read(//srv/keys/*.pem)`) is
 matched the same way in a walk of its own: from the deepest directory its pattern names without
 a wildcard (`~/.aws`, `/srv/keys`), bounded like the workspace's. A pattern without any
-wildcard names one path, looked at directly (a directory it names is walked too, so that hard
-links to the files in it are found). A directory on the way that is a symlink is masked at its
+wildcard names one path, and one ending in `/**` everything below one: that path is masked as it
+is (and walked too, so that hard links to the files in it are found — not the home directory, `/`
+or a parent of the workspace, whose walk would cost every command: links into those are not
+found). A file once denied stays denied by inode, under any name, while it is in the walked
+trees (a rename must not lift a rule that names a path). A directory on the way that is a symlink is masked at its
 target, whole: a pattern matched below a link's name says nothing about the target's names.
 
 Matching a rule against every name of a big tree is the expensive part, so each directory's
@@ -45,6 +48,7 @@ def _outside(rules: "list[Rule]", roots: list[Path]) -> tuple[list[Path], list[P
     mask as they are)."""
     tops: list[Path] = []
     direct: list[Path] = []
+    home = Path(os.path.realpath(os.path.expanduser("~")))
     for rule in rules:
         if rule.specifier is None:
             continue
@@ -70,10 +74,13 @@ def _outside(rules: "list[Rule]", roots: list[Path]) -> tuple[list[Path], list[P
                     direct.append(target)
                 break
         else:
-            if len(literal) == len(parts):  # the pattern names one path
+            whole = len(literal) == len(parts) or parts[len(literal):] == ["**"]
+            if whole:  # the pattern names one path, or everything below one
                 if os.path.lexists(path):
                     direct.append(path)
-                if os.path.isdir(path):
+                # walked as well (hard links to the files in it), unless it is a huge tree: the
+                # home directory, /, or a parent of the workspace
+                if os.path.isdir(path) and path not in (home, Path("/")) and not any(path in r.parents for r in roots):
                     tops.append(path)
             elif os.path.isdir(path):
                 tops.append(path)

@@ -111,13 +111,15 @@ def mask_args(masked: "list[Path] | tuple[Path, ...]", visible: "list[Path] | No
     read-only tmpfs on a directory, /dev/null bound read-only on anything else. `visible`: only
     paths beneath these (None: all)."""
     args: list[str] = []
-    for p in mask_targets(masked):
-        if not os.path.lexists(p) or os.path.islink(p):
+    covered: list[Path] = []  # directories already covered: what is inside is gone with them
+    for p in sorted(mask_targets(masked), key=lambda q: len(q.parts)):
+        if not os.path.lexists(p) or os.path.islink(p) or _covered(p, covered):
             continue
         if visible is not None and not _covered(p, visible):
             continue  # not in the jail at all: a cover would only create its parents there
         if p.is_dir():
             args += ["--tmpfs", str(p), "--remount-ro", str(p)]
+            covered.append(p)
         else:
             args += ["--ro-bind", "/dev/null", str(p)]
     return args
