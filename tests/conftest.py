@@ -46,6 +46,7 @@ def make_session(ws: Path, audit_db: Path):
         # node process per session); tests/intel/lsp/ runs them for real.
         settings = dict(kwargs.get("settings") or {})
         settings.setdefault("lsp", {"autoDetect": False})
+        settings.setdefault("intel", {"startWithSession": False})  # nor an index build at every start
         kwargs["settings"] = settings
         s = Session(root=root if root is not None else ws, **kwargs)
         sessions.append(s)

@@ -293,6 +293,23 @@ class Session:
         self._task_end_callbacks: list[Callable[[dict[str, Any]], None]] = []
         _open_sessions.add(self)
         self._run_hooks("SessionStart", {"source": "startup"})
+        self._warm_start()
+
+    def _warm_start(self) -> None:
+        """The code index and the workspace's language servers start now, in the background, so
+        the first LSP call does not meet them cold (it never waits for them either way)."""
+        if not self.settings.intel.start_with_session or "LSP" not in self._tools:
+            return
+        def run() -> None:
+            from .tools._services import warm_start
+
+            try:
+                self._tools["LSP"]  # its module and the index's, imported off the first call's path
+            except Exception:  # noqa: BLE001 - the first call reports what is wrong
+                return
+            warm_start(self._services, self.context("LSP"))
+
+        threading.Thread(target=run, name="codebelt-warm-start", daemon=True).start()
 
     # -- services ----------------------------------------------------------------------------
     def context(self, tool_name: str, cancel_event: threading.Event | None = None,

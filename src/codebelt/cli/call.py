@@ -43,7 +43,8 @@ def parse_input(text: str) -> dict:
     return value
 
 
-ONE_SHOT = {"bash": {"backgroundTasks": False, "autoBackground": False}}
+# one call and gone: no background tasks, nothing warmed up for calls that will not come
+ONE_SHOT = {"bash": {"backgroundTasks": False, "autoBackground": False}, "intel": {"startWithSession": False}}
 NOT_READ_HINT = ("From the command line, Read it first with `codebelt call Read '{\"file_path\": ...}'` "
                  "in the same workspace and session (--root, --session); the session remembers it.")
 

@@ -191,6 +191,9 @@ class IntelSettings(Section):
     diagnostics_wait_ms: int = setting(2_000, "How long a language server may take to report those problems.", ge=0, le=10_000, workspace=LOWER)
     max_files: int = setting(20_000, "Most files the code index reads (it says so when it stops there).", gt=0, workspace=LOWER)
     cache_dir: str | None = setting(None, "Where code indexes are kept (default: $XDG_CACHE_HOME/codebelt/intel).")
+    start_with_session: bool = setting(
+        True, "At session start, bring the code index up to date and start the language servers of the "
+        "languages the workspace holds, in the background (calls never wait for them).", workspace=OFF)
 
 
 class LspServerModel(BaseModel):

@@ -257,7 +257,22 @@ def lsp_manager(ctx: ToolContext) -> LspManager:
             return None
     return LspManager(ctx.workspace.root, specs, request_timeout=cfg.request_timeout_ms / 1000,
                       start_timeout=cfg.start_timeout_ms / 1000, jail=jail, refuse=refuse,
-                      env=allowed_env(os.environ))
+                      env=allowed_env(os.environ),
+                      include=(lambda p: not permissions.is_read_denied(p)) if permissions.has_rules("deny") else None)
+
+
+def warm_start(services, ctx: ToolContext) -> None:
+    """At session start (a thread of its own): the index begins its refresh and the servers of
+    the languages found in the workspace start, within the session's settings and confinement
+    (only servers the user's settings or this machine provide; the workspace picks none)."""
+    from ..errors import CodebeltError, SessionClosed
+
+    try:
+        services.get(code_index, ctx)
+        if ctx.settings.lsp.enabled:
+            services.get(lsp_manager, ctx).prewarm()
+    except (CodebeltError, SessionClosed, OSError, RuntimeError):
+        pass  # the first call meets the same problem and reports it
 
 
 def checkpoint_dir(directory: str | None) -> Path:

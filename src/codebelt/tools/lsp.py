@@ -24,7 +24,6 @@ from ._services import code_index, lsp_manager
 DEFAULT_HEAD_LIMIT = 100
 MAX_HEAD_LIMIT = 1_000
 FIRST_BUILD_WAIT_S = 2.0  # a query on a fresh index waits this long at most, then answers with what is there
-SERVER_START_WAIT_S = 2.0  # a query waits this long at most for its language server to start
 MAX_LINE_CHARS = 300
 
 DESCRIPTION = """Interact with code intelligence (language servers where installed, else a tree-sitter index of the workspace) to navigate code.
@@ -138,7 +137,7 @@ class LSP(Tool):
         if path is None:  # workspaceSymbol by name: ask the servers already running
             clients = manager.ready_clients()
             if not clients:
-                return None, None
+                return None, manager.not_ready()
             try:
                 return ask(manager, params.operation, ctx.workspace.root, None, None, params.query, limit,
                            timeout=budget, client=clients[0]), None
@@ -146,7 +145,8 @@ class LSP(Tool):
                 return None, str(e)
         if manager.spec_for(path) is None:
             return None, None
-        manager.wait_ready(path, min(SERVER_START_WAIT_S, budget / 2))
+        # never waits for a server that is not ready: it starts (or loads) in the background
+        # while the index answers, saying so
         try:
             return ask(manager, params.operation, path, params.line, params.character, params.query, limit,
                        name_at=name_at, timeout=budget - (time.monotonic() - started)), None

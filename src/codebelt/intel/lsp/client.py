@@ -7,8 +7,16 @@
   stalls waiting for us (`workspace/configuration`, progress creation, capability
   registration), routes responses to waiting callers, and keeps the latest diagnostics per
   document with the document version they were computed for.
+- Writes never block a caller: messages are queued for a writer thread of the client's own (the
+  reader thread answers the server's requests through the same queue, so a server that writes
+  while we write cannot deadlock the two). A request whose message the server has not read by
+  the request's deadline means the server stopped reading its input: it is killed
+  (`LspCrashed`) rather than waited for; so is one whose unread input passes MAX_QUEUED bytes.
 - `request()` waits at most its timeout; on timeout it sends `$/cancelRequest` and raises
   `LspTimeout`. Garbage on stdout, a closed pipe or an exit marks the client dead (`LspCrashed`).
+- Work-done progress the server reports (`$/progress` begin/end, on tokens it created) is kept:
+  `loading()` names what is under way, `changed` is notified on every report (the manager
+  decides from it when the server is ready).
 - `close()`: `shutdown` with a bounded wait, then the server and everything it started are
   killed (`end_tree`: a daemon it forked is found as its descendant — in the read-only jail
   under Landlock the server is made a child subreaper so that orphans stay below it).
@@ -37,6 +45,7 @@ from . import methods as lsp
 from .transport import ProtocolError, encode, read_frame
 
 STDERR_KEEP = 64 * 1024
+MAX_QUEUED = 64 * 1024 * 1024  # unread input past this: the server is not reading; it is killed
 # Documents held open at once: an open document's text comes from us, so each is re-read
 # before a query (query.py); closing the least recently used bounds that work and memory.
 MAX_OPEN_DOCUMENTS = 64
@@ -68,6 +77,13 @@ class _Pending:
     event: threading.Event = field(default_factory=threading.Event)
     result: Any = None
     error: dict | None = None
+    sent: threading.Event | None = None  # set once the server has the whole request
+
+
+@dataclass
+class _Outgoing:
+    data: bytes
+    sent: threading.Event = field(default_factory=threading.Event)
 
 
 class LspClient:
@@ -80,9 +96,19 @@ class LspClient:
         self._ids = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
         self._lock = threading.Lock()
-        self._write_lock = threading.Lock()
         self._doc_lock = threading.Lock()
         self._diag_cond = threading.Condition()
+        self.changed = self._diag_cond  # notified on diagnostics, progress, death
+        self._outbox: collections.deque[_Outgoing | None] = collections.deque()
+        self._outbox_bytes = 0
+        self._outbox_cond = threading.Condition()
+        self._progress: dict[Any, str] = {}  # token → title, begun and not ended
+        self.progress_begun = 0
+        self.progress_ended = 0
+        self.progress_at = 0.0  # monotonic time of the last progress report
+        self.caveat = ""  # said with every answer (a server that never reported it was ready)
+        self._close_lock = threading.Lock()
+        self._closing = False
         self.diagnostics: dict[str, Published] = {}
         self._seq = itertools.count(1)
         self._stderr: collections.deque[bytes] = collections.deque()
@@ -108,6 +134,8 @@ class LspClient:
             raise LspCrashed(f"the {name} language server could not start ({argv[0]}: "
                              f"{getattr(e, 'strerror', None) or e})") from None
         threading.Thread(target=self._read, name=f"lsp-{name}-out", daemon=True).start()
+        self._writer = threading.Thread(target=self._write, name=f"lsp-{name}-in", daemon=True)
+        self._writer.start()
         self._stderr_thread = threading.Thread(target=self._drain_stderr, name=f"lsp-{name}-err", daemon=True)
         self._stderr_thread.start()
 
@@ -136,6 +164,9 @@ class LspClient:
         for p in pending:
             p.error = {"message": self.dead}
             p.event.set()
+        with self._outbox_cond:
+            self._outbox.append(None)  # the writer stops (and closes the server's input)
+            self._outbox_cond.notify_all()
         with self._diag_cond:
             self._diag_cond.notify_all()
 
@@ -163,6 +194,8 @@ class LspClient:
         method = msg.get("method")
         if "id" in msg:  # a request from the server: always answer
             self._send({"jsonrpc": "2.0", "id": msg["id"], "result": self._answer(method, msg.get("params"))})
+        elif method == lsp.PROGRESS:
+            self._on_progress(msg.get("params"))
         elif method == lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS:
             params = msg.get("params") or {}
             uri = params.get("uri")
@@ -171,6 +204,26 @@ class LspClient:
                     self.diagnostics[uri] = Published(params.get("version"), list(params.get("diagnostics") or []),
                                                       next(self._seq))
                     self._diag_cond.notify_all()
+
+    def _on_progress(self, params: Any) -> None:
+        if not isinstance(params, dict):
+            return
+        token, value = params.get("token"), params.get("value")
+        if not isinstance(token, (str, int)) or not isinstance(value, dict):
+            return
+        with self._diag_cond:
+            if value.get("kind") == "begin":
+                self._progress[token] = str(value.get("title") or "working")[:200]
+                self.progress_begun += 1
+            elif value.get("kind") == "end" and self._progress.pop(token, None) is not None:
+                self.progress_ended += 1
+            self.progress_at = time.monotonic()
+            self._diag_cond.notify_all()
+
+    def loading(self) -> list[str]:
+        """The titles of the work the server reported begun and not yet ended."""
+        with self._diag_cond:
+            return list(self._progress.values())
 
     def _answer(self, method: str | None, params: Any) -> Any:
         if method == lsp.WORKSPACE_CONFIGURATION:
@@ -181,15 +234,53 @@ class LspClient:
         return None  # progress creation, capability (un)registration, showMessageRequest …
 
     # -- writing ---------------------------------------------------------------------------------
-    def _send(self, message: dict[str, Any]) -> None:
-        data = encode(message)
-        with self._write_lock:
+    def _write(self) -> None:
+        """The writer thread: the only one that writes to the server. A write may block as long
+        as the server does not read; callers never wait on it (they bound their own waits)."""
+        fd = self.proc.stdin.fileno()
+        try:
+            while True:
+                with self._outbox_cond:
+                    while not self._outbox:
+                        self._outbox_cond.wait()
+                    item = self._outbox.popleft()
+                if item is None:
+                    break
+                view = memoryview(item.data)
+                while view:
+                    view = view[os.write(fd, view):]
+                with self._outbox_cond:
+                    self._outbox_bytes -= len(item.data)
+                item.sent.set()
+        except OSError as e:
+            self._die(f"writing to the server failed ({e.strerror or e})")
+        finally:
             try:
-                self.proc.stdin.write(data)
-                self.proc.stdin.flush()
-            except (OSError, ValueError) as e:
-                self._die(f"writing to the server failed ({e})")
-                raise LspCrashed(self.dead or "the server is gone") from None
+                self.proc.stdin.close()  # closed here, by the one thread that writes to it
+            except OSError:
+                pass
+
+    def _send(self, message: dict[str, Any]) -> _Outgoing:
+        item = _Outgoing(encode(message))
+        with self._outbox_cond:
+            if self.dead is None:
+                self._outbox.append(item)
+                self._outbox_bytes += len(item.data)
+                self._outbox_cond.notify()
+            backlog = self._outbox_bytes
+        if self.dead is not None:
+            raise LspCrashed(self.dead)
+        if backlog > MAX_QUEUED:
+            self.kill(f"the server stopped reading its input ({backlog >> 20} MB unread)")
+            raise LspCrashed(self.dead or "the server is gone")
+        return item
+
+    def kill(self, reason: str) -> None:
+        """End a server that misbehaves, without waiting for it: the conversation is over now,
+        the process tree is ended in the background."""
+        self._die(reason)
+        if not self._closing:  # (a close under way ends it anyway)
+            threading.Thread(target=self.close, args=(0.0,), name=f"lsp-{self.name}-kill", daemon=True).start()
 
     def notify(self, method: str, params: Any) -> None:
         if self.dead:
@@ -203,10 +294,18 @@ class LspClient:
         pending = _Pending()
         with self._lock:
             self._pending[rid] = pending
-        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        try:
+            sent = self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).sent
+        except LspCrashed:
+            with self._lock:
+                self._pending.pop(rid, None)
+            raise
         if not pending.event.wait(timeout):
             with self._lock:
                 self._pending.pop(rid, None)
+            if not sent.is_set():  # it has not even read the request: it is not reading at all
+                self.kill(f"the server did not read its input for {duration(timeout)} ({method} unsent)")
+                raise LspCrashed(self.dead or "the server is gone")
             try:
                 self.notify(lsp.CANCEL_REQUEST, {"id": rid})
             except LspCrashed:
@@ -309,18 +408,24 @@ class LspClient:
                 self._diag_cond.wait(left)
 
     def close(self, timeout: float = 2.0) -> None:
-        if self.proc.poll() is None and not self.dead:
+        with self._close_lock:
+            self._close(timeout)
+
+    def _close(self, timeout: float) -> None:
+        self._closing = True
+        if self.proc.poll() is None and not self.dead and timeout > 0:
             try:
                 self.request(lsp.SHUTDOWN, None, timeout)
             except Exception:  # noqa: BLE001 - closing: whatever it says, it is ended below
                 pass
+        self._die("closed")  # nothing more is written; the writer closes the server's input
         # Not `exit`: a server that exits on its own leaves its orphans (a daemon it forked)
         # to init. Killed with its whole tree, nothing it started outlives it. (Only while it is
         # not reaped: a reaped pid may already be another process's.)
         if self.proc.poll() is None:
             end_tree(self.proc.pid)
         try:
-            self.proc.wait(timeout)
+            self.proc.wait(max(timeout, 0.5))
         except subprocess.TimeoutExpired:
             pass
         for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -338,13 +443,13 @@ class LspClient:
             except subprocess.TimeoutExpired:
                 continue
         self._stderr_thread.join(0.5)  # what it said last, for the failure reason
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+        self._writer.join(1.0)  # its write fails now that the server is gone
+        for stream in (self.proc.stdout, self.proc.stderr):
             try:
                 stream.close()
             except OSError:
                 pass
         self._run_cleanup()
-        self._die("closed")
 
     def _run_cleanup(self) -> None:
         cleanup, self._cleanup = self._cleanup, None

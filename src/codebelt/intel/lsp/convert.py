@@ -58,10 +58,14 @@ class Lines:
         self._read = read or self._read_file
 
     def _read_file(self, path: Path) -> list[str] | None:
+        from .documents import decode_lines
+
         try:
             if path.stat().st_size > self.MAX_BYTES:
                 return None
-            return path.read_text(errors="replace").splitlines()
+            # decoded as the server decoded it (a latin-1 Python file by its coding line), so
+            # its UTF-16 positions are counted on the same characters
+            return decode_lines(path.read_bytes(), path)
         except OSError:
             return None
 

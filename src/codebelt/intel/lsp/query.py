@@ -12,12 +12,12 @@ import re
 from pathlib import Path
 
 from ...errors import IntelError
-from ...files.beneath import ANYWHERE
 from ..model import Answer
 from ..navigate import rank_symbols
 from . import convert
 from . import methods as lsp
 from .client import LspClient, LspCrashed, LspError, LspTimeout
+from .documents import Unreadable, read_document
 from .manager import LspManager
 
 METHODS = {
@@ -31,7 +31,6 @@ METHODS = {
     "incomingCalls": (lsp.CALL_HIERARCHY_INCOMING_CALLS, "callHierarchyProvider"),
     "outgoingCalls": (lsp.CALL_HIERARCHY_OUTGOING_CALLS, "callHierarchyProvider"),
 }
-MAX_SYNC_BYTES = 2_000_000  # larger files are not sent to a server
 
 
 class Unanswered(Exception):
@@ -103,14 +102,9 @@ def _request(manager: LspManager, client: LspClient, method: str, params: dict, 
 
 def _sync(manager: LspManager, client: LspClient, path: Path) -> str:
     try:
-        # the resolved path the call was allowed, opened with no symlink followed: a directory
-        # swapped for a link since cannot send another file's text to the server
-        with ANYWHERE.open_regular(path) as opened:
-            if opened.st.st_size > MAX_SYNC_BYTES:
-                raise Unanswered(f"{path.name} is over {MAX_SYNC_BYTES // 1_000_000} MB; not sent to the language server")
-            text = opened.read_bytes(MAX_SYNC_BYTES).decode("utf-8", "replace")
-    except OSError as e:
-        raise Unanswered(f"cannot read {path.name}: {e.strerror}") from None
+        text = read_document(path)
+    except Unreadable as e:
+        raise Unanswered(str(e)) from None
     client.sync(path, text, manager.language_id(path))
     return text
 
@@ -151,4 +145,4 @@ def _answer(client: LspClient, *, locations=None, symbols=None, limit: int) -> A
     symbols = symbols or []
     return Answer(backend=f"lsp:{client.name}", locations=locations[:limit], symbols=symbols[:limit],
                   total=max(len(locations), len(symbols)),
-                  truncated=len(locations) > limit or len(symbols) > limit)
+                  truncated=len(locations) > limit or len(symbols) > limit, note=client.caveat or None)

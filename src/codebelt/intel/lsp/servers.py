@@ -43,9 +43,18 @@ class ServerSpec:
     initialization_options: dict[str, Any] | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     runs_workspace_programs: bool = True
+    # When its answers are whole (manager.py): "answered" — once it answered a first request;
+    # "loaded" — once the project loading it reports by progress has ended (or it published
+    # the first document's diagnostics); "quiet" — answered, then no progress under way.
+    ready_when: str = "quiet"
 
     def argv(self) -> list[str]:
         return [self.command, *self.args]
+
+
+# Servers whose readiness codebelt knows, by program name; any other server is "quiet".
+READY_WHEN = {"basedpyright-langserver": "answered", "pyright-langserver": "answered",
+              "typescript-language-server": "loaded"}
 
 
 def from_settings(servers: dict[str, Any]) -> list[ServerSpec]:
@@ -62,6 +71,7 @@ def from_settings(servers: dict[str, Any]) -> list[ServerSpec]:
             name=name, command=raw["command"], args=tuple(raw.get("args") or ()), extensions=ext_map,
             env=dict(raw.get("env") or {}), initialization_options=raw.get("initializationOptions"),
             settings=dict(raw.get("settings") or {}),
+            ready_when=READY_WHEN.get(os.path.basename(raw["command"]), "quiet"),
         ))
     return out
 
@@ -82,6 +92,9 @@ def detected() -> list[ServerSpec]:
         out.append(ServerSpec(
             "basedpyright", pyright, ("--stdio",), {".py": "python", ".pyi": "python"},
             settings={"basedpyright": {"analysis": {"diagnosticMode": "openFilesOnly", "typeCheckingMode": "standard"}}},
+            # pyright analyses what a request needs when it is asked (its first answer waits for its
+            # configuration and search paths); it reports no loading by progress
+            ready_when="answered",
         ))
     tsls = shutil.which("typescript-language-server")
     if tsls:
@@ -105,8 +118,11 @@ def typescript_server(tsls: str, name: str = "typescript-language-server") -> Se
             init = {"tsserver": {"path": str(tsserver)}, "disableAutomaticTypingAcquisition": True}
             break
     exts = {e: LANGUAGE_IDS[e] for e in TS_EXTENSIONS}
+    # tsserver loads the project of the first opened file in the background, reported as
+    # progress ("Initializing JS/TS language features"); until then its answers cover the open
+    # files only (no references elsewhere, definitions in the wrong place)
     return ServerSpec(name, tsls, ("--stdio",), exts, initialization_options=init,
-                      runs_workspace_programs=init is None)
+                      runs_workspace_programs=init is None, ready_when="loaded")
 
 
 def for_extension(specs: list[ServerSpec], ext: str) -> ServerSpec | None:
