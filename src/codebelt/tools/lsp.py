@@ -139,10 +139,14 @@ class LSP(Tool):
             if not clients:
                 return None, manager.not_ready()
             try:
-                return ask(manager, params.operation, ctx.workspace.root, None, None, params.query, limit,
-                           timeout=budget, client=clients[0]), None
+                answer = ask(manager, params.operation, ctx.workspace.root, None, None, params.query, limit,
+                             timeout=budget, client=clients[0])
             except Unanswered as e:
                 return None, str(e)
+            skipped = index.skipped_note()  # binary or oversized "source" files: no one searched them
+            if skipped:
+                answer.note = f"{answer.note}; {skipped}" if answer.note else skipped
+            return answer, None
         if manager.spec_for(path) is None:
             return None, None
         # never waits for a server that is not ready: it starts (or loads) in the background

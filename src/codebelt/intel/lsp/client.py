@@ -442,7 +442,7 @@ class LspClient:
                 self.proc.wait(1.0)
             except subprocess.TimeoutExpired:
                 continue
-        self._stderr_thread.join(0.5)  # what it said last, for the failure reason
+        self._stderr_thread.join(2.0)  # what it said last, for the failure reason (its tree is gone: EOF comes)
         self._writer.join(1.0)  # its write fails now that the server is gone
         for stream in (self.proc.stdout, self.proc.stderr):
             try:
