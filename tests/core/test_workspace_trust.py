@@ -82,6 +82,7 @@ KEYS: dict[str, tuple[Any, Any]] = {
     "intel.diagnosticsWaitMs": (9_000, 100),
     "intel.maxFiles": (10**7, 10),
     "intel.cacheDir": ("./cache", None),
+    "intel.startWithSession": (None, False),
     "lsp.enabled": (None, False),
     "lsp.servers": ({"evil": {"command": "./evil", "extensions": [".py"]}}, None),
     "lsp.autoDetect": (None, False),
