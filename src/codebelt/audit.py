@@ -48,7 +48,30 @@ CREATE TABLE IF NOT EXISTS hook_runs (
     error TEXT
 );
 CREATE INDEX IF NOT EXISTS calls_tool ON calls(tool);
+CREATE TABLE IF NOT EXISTS connections (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts REAL NOT NULL,
+    session_id TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    label TEXT,
+    host TEXT NOT NULL,
+    port INTEGER NOT NULL,
+    protocol TEXT,
+    address TEXT,
+    decision TEXT NOT NULL,
+    reason TEXT,
+    asked INTEGER NOT NULL,
+    bytes_up INTEGER NOT NULL,
+    bytes_down INTEGER NOT NULL,
+    duration_ms REAL NOT NULL,
+    error TEXT
+);
+CREATE INDEX IF NOT EXISTS connections_session ON connections(session_id);
 """
+CONNECTION_COLUMNS = (
+    "ts", "session_id", "origin", "label", "host", "port", "protocol", "address", "decision", "reason", "asked",
+    "bytes_up", "bytes_down", "duration_ms", "error",
+)
 COLUMNS = (
     "id", "ts", "session_id", "workspace", "tool", "input", "decision", "decided_by", "reason",
     "duration_ms", "result_chars", "is_error", "error", "checkpoint", "confinement",
@@ -172,6 +195,18 @@ class AuditLog:
             self.failures += 1
             self.last_error = str(e)
 
+    def record_connection(self, *, session_id: str, record: Any) -> None:
+        """One connection of the network proxy or WebFetch (network.gate.ConnectionRecord)."""
+        try:
+            r = record
+            self._queue.put(("conn", (r.started, session_id, r.origin, r.label[:MAX_VALUE_CHARS], r.host[:MAX_VALUE_CHARS],
+                                      r.port, r.protocol, r.address, r.decision, (r.reason or "")[:MAX_ERROR_CHARS],
+                                      int(r.asked), r.bytes_up, r.bytes_down, r.duration_ms,
+                                      r.error[:MAX_ERROR_CHARS] if r.error else None)))
+        except Exception as e:  # noqa: BLE001
+            self.failures += 1
+            self.last_error = str(e)
+
     def _writer(self) -> None:
         conn = None
         while True:
@@ -184,14 +219,19 @@ class AuditLog:
                     break
             stop = any(i is self._STOP for i in batch)
             hook_rows = [i[1] for i in batch if isinstance(i, tuple) and len(i) == 2 and i[0] == "hook"]
+            conn_rows = [i[1] for i in batch if isinstance(i, tuple) and len(i) == 2 and i[0] == "conn"]
             rows = [i for i in batch if i is not self._STOP and not isinstance(i, threading.Event)
-                    and not (isinstance(i, tuple) and len(i) == 2 and i[0] == "hook")]
+                    and not (isinstance(i, tuple) and len(i) == 2 and i[0] in ("hook", "conn"))]
             events = [i for i in batch if isinstance(i, threading.Event)]
-            if rows or hook_rows:
+            if rows or hook_rows or conn_rows:
                 try:
                     if conn is None:
                         conn = connect(self.path)
                     with conn:
+                        if conn_rows:
+                            conn.executemany(
+                                f"INSERT INTO connections ({', '.join(CONNECTION_COLUMNS)}) VALUES "
+                                f"({','.join('?' * len(CONNECTION_COLUMNS))})", conn_rows)
                         if hook_rows:
                             conn.executemany(
                                 "INSERT INTO hook_runs (ts, session_id, event, tool, hook, source, exit_code,"
@@ -203,7 +243,7 @@ class AuditLog:
                             rows,
                         )
                 except Exception as e:  # noqa: BLE001 — the audit never fails a call
-                    self.failures += len(rows) + len(hook_rows)
+                    self.failures += len(rows) + len(hook_rows) + len(conn_rows)
                     self.last_error = f"{type(e).__name__}: {e}"
                     conn = None
             for ev in events:
@@ -275,5 +315,28 @@ def hook_runs(path: Path, session_id: str | None = None) -> list[dict[str, Any]]
             return [dict(zip(cols, r)) for r in conn.execute(sql + " ORDER BY id", args)]
         except sqlite3.OperationalError:
             return []
+    finally:
+        conn.close()
+
+
+def connections(path: Path, session_id: str | None = None, tail: int | None = None) -> list[dict[str, Any]]:
+    """Recorded network connections (the proxy's and WebFetch's), oldest first."""
+    if not path.exists():
+        return []
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+    try:
+        sql = f"SELECT {', '.join(CONNECTION_COLUMNS)} FROM connections"
+        args: tuple = ()
+        if session_id:
+            sql += " WHERE session_id = ?"
+            args = (session_id,)
+        sql += " ORDER BY id DESC"
+        if tail:
+            sql += f" LIMIT {int(tail)}"
+        try:
+            rows = conn.execute(sql, args).fetchall()
+        except sqlite3.OperationalError:  # a log written before connections were recorded
+            return []
+        return [dict(zip(CONNECTION_COLUMNS, r)) for r in reversed(rows)]
     finally:
         conn.close()

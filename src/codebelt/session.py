@@ -319,7 +319,7 @@ class Session:
             tool_name=tool_name, session_id=self.id, workspace=self.workspace, settings=self.settings,
             permissions=self.engine, results_dir=self.results_dir, temp_dir=self.temp_dir,
             services=self._services, cancel_event=cancel_event or threading.Event(), progress=progress,
-            events=self._event, texts=self.texts,
+            events=self._event, texts=self.texts, approver=self.approver,
         )
 
     # -- hooks ---------------------------------------------------------------------------------
@@ -391,6 +391,10 @@ class Session:
         self._task_end_callbacks.append(callback)
 
     def _event(self, name: str, data: dict[str, Any]) -> None:
+        if name == "connection":  # the network proxy or WebFetch opened (or was refused) one
+            if self._audit is not None:
+                self._audit.record_connection(session_id=self.id, record=data["record"])
+            return
         if name == "notice":  # something the model must hear in the next result
             with self._events_lock:
                 self._pending_context.append(str(data["text"]))

@@ -21,6 +21,7 @@ from .texts import load as load_texts
 from .workspace import Workspace
 
 if TYPE_CHECKING:
+    from .permissions.approvers import Approver
     from .permissions.decision import Decision
     from .permissions.engine import PermissionEngine
     from .permissions.question import Preview
@@ -157,6 +158,9 @@ class ToolContext:
     events: Callable[[str, dict[str, Any]], None] | None = None
     # The texts of the session's compat profile: every result text is rendered from them.
     texts: Texts = field(default_factory=load_texts)
+    # The session's approver, for questions that come up while a call runs (a command's first
+    # connection to a new domain); None: nobody can be asked.
+    approver: "Approver | None" = None
     # This call's resolved paths: the permission decision and `run` use the same resolution, so
     # a symlink swapped in between cannot make `run` act on another path than the one decided.
     _resolved: dict[tuple[str, Path | None], Path] = field(default_factory=dict, repr=False)

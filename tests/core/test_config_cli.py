@@ -74,7 +74,7 @@ def test_values_and_their_sources(ws, tmp_path, monkeypatch, capsys):
     report = json.loads(out)
     assert report["trusted"] is False and "--trust-workspace" in report["trust"]
     assert {(i["key"], i["why"]) for i in report["ignored"]} == {
-        ("search.ripgrepPath", "untrusted"), ("sandbox.network", "untrusted"), ("sandbox.mode", "untrusted"),
+        ("search.ripgrepPath", "untrusted"), ("sandbox.network", "limited"), ("sandbox.mode", "untrusted"),
         ("sandbox.autoAllowBash", "untrusted"), ("permissions.allow", "untrusted")}
     assert report["settings"]["bash"]["defaultTimeoutMs"] == 5000
     assert report["sources"]["bash.defaultTimeoutMs"] == ".codebelt/settings.json"

@@ -130,6 +130,10 @@ class CallScope:
                 "the MCP client does not support elicitation, so the user could not be asked"
             )
         message = approval_message(request)
+        if self.input_required_era and request.while_running:
+            # this era answers questions by retrying the whole call: a command would run twice
+            raise ApprovalUnavailable("this MCP client's protocol takes questions only before a call runs, not "
+                                      "while a command runs")
         if self.input_required_era:
             approved = self._answer_from_retry(message)
         elif self.ctx.session.can_send_request:

@@ -28,6 +28,9 @@ class ApprovalRequest:
     preview: Preview | None = None
     # Why it asks, per part of the call that asks (each file of a patch), when there are several.
     reasons: tuple[str, ...] = ()
+    # Asked while the call runs (a running command wants a new domain), not before it: an
+    # interface that can only ask before a call (and retry it with the answer) cannot ask this.
+    while_running: bool = False
 
     def question(self) -> str:
         """The question to show a person: untrusted text quoted so no line of it can be forged."""

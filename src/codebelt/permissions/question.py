@@ -149,5 +149,6 @@ def render_question(request: Any) -> str:
     if decision.suggestion:
         lines.append("To stop being asked:")
         lines += quoted(decision.suggestion, max_lines=12, max_chars=2_000, one_line=True)
-    lines.append("Allow this call?")
+    lines.append("Allow it (for the rest of this session)?" if getattr(request, "while_running", False)
+                 else "Allow this call?")
     return "\n".join(lines)

@@ -70,7 +70,10 @@ class SandboxConfig:
     writable_roots: tuple[Path, ...]  # the workspace root first, then additional directories
     temp_dir: Path | None  # the per-session TMPDIR (writable; exported as TMPDIR)
     mode: str = DEFAULT_MODE
-    network: bool = False
+    network: bool = False  # every connection (no proxy, no namespace of its own)
+    # `sandbox.network` is an object: commands reach the allowed names through codebelt's proxy
+    # (only bwrap's network namespace can hold them to it; under Landlock the network stays off)
+    domains: bool = False
     limits: Limits = field(default_factory=Limits)
     name: str = "codebelt"  # used to name the session's cgroup
     allow_unix_sockets: bool = False  # with the network off, Unix sockets may still be created
@@ -96,7 +99,8 @@ class SandboxConfig:
             writable_roots=tuple(Path(os.path.realpath(r)) for r in roots),
             temp_dir=Path(os.path.realpath(temp_dir)) if temp_dir else None,
             mode=sandbox.mode,
-            network=sandbox.network,
+            network=sandbox.network is True,
+            domains=not isinstance(sandbox.network, bool),
             limits=Limits(lim.processes, lim.file_size_mb, lim.core_dumps, lim.memory_mb),
             name=name,
             allow_unix_sockets=sandbox.allow_unix_sockets,

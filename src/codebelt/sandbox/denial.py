@@ -36,6 +36,7 @@ def explain(
     backend: str,
     network: bool,
     temp_dir: str | None,
+    domains: bool = False,
 ) -> str | None:
     if not exit_code or not output_tail:
         return None
@@ -46,6 +47,15 @@ def explain(
     network_blocked = NETWORK.search(tail) or (
         FILESYSTEM.search(tail) and SOCKET_CONTEXT.search(tail)
     )
+    if not network and network_blocked and domains:
+        if backend != "bwrap":
+            return (f"The command appears to have been blocked by {where}: it has no network. Domain filtering "
+                    "(sandbox.network's domain lists) needs bubblewrap's network namespace; under Landlock the "
+                    "network stays off. Install bubblewrap, or set `sandbox.network: true` to allow every connection.")
+        return (f"The command appears to have been blocked by {where}: its only way out is codebelt's proxy "
+                "(HTTP_PROXY / HTTPS_PROXY / ALL_PROXY), to the names in `sandbox.network.allowedDomains`. A program "
+                "that connects or looks names up by itself, ignoring those variables, has no network; nor does UDP "
+                "(DNS included).")
     if not network and network_blocked:
         return (
             f"The command appears to have been blocked by {where}: network access is off for "

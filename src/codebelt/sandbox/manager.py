@@ -30,7 +30,7 @@ import threading
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import SandboxUnavailable
 from . import bwrap as _bwrap
@@ -42,6 +42,9 @@ from .credentials import MAX_GITCONFIG, credential_paths, filtered_gitconfig, gi
 from .helpers import HelperProfile, helper_env, python_dirs
 from .limits import MemoryCap, ProcessCap, apply_rlimits, rlimits
 from .protected import placeholders
+
+if TYPE_CHECKING:
+    from ..network.proxy import Attachment
 
 __all__ = ["Sandbox", "SandboxStatus", "SandboxUnavailable"]
 
@@ -165,7 +168,9 @@ class Sandbox:
         ok, err, code = self._run_probe("bwrap")
         if ok:
             return True, f"bubblewrap ({path}): filesystem read-only outside the writable roots, " + (
-                "network allowed" if self.config.network else "network off"
+                "network allowed" if self.config.network else
+                "network only to the allowed domains, through codebelt's proxy" if self.config.domains else
+                "network off"
             )
         return False, _bwrap.explain_failure(err, code)
 
@@ -186,6 +191,9 @@ class Sandbox:
             return False, f"Landlock failed to run `true` ({err.strip() or f'exit code {code}'})"
         if self.config.network:
             net = "network allowed"
+        elif self.config.domains:
+            net = ("network off: domain filtering (sandbox.network's domain lists) needs bubblewrap's network "
+                   "namespace, which Landlock does not have")
         elif _seccomp.supported()[0]:
             net = "network off (seccomp: no socket but netlink" + (
                 ", Unix sockets allowed)" if self.config.allow_unix_sockets else ")")
@@ -204,12 +212,21 @@ class Sandbox:
         return self._probe_with(lambda argv, cwd, env: self._wrap(backend, argv, cwd, env, create=False))
 
     # -- wrapping --------------------------------------------------------------------------
-    def wrapper(self, masked: "Callable[[], list[Path]] | None" = None, unasked: bool = False) -> Wrapper | None:
+    @property
+    def filters_domains(self) -> bool:
+        """Whether commands reach the allowed names through the proxy (`sandbox.network` is an
+        object and bwrap holds each command to its empty network namespace)."""
+        return self.config.domains and self.status.active and self.status.backend == "bwrap"
+
+    def wrapper(self, masked: "Callable[[], list[Path]] | None" = None, unasked: bool = False,
+                network: "Attachment | None" = None) -> Wrapper | None:
         """The write sandbox's wrapper. `masked`: asked as each command starts, the paths it
         may not read (the session's Read deny rules): the person approved a command, not the
         reading of what the settings deny. `unasked`: for a command no person approved (auto-
         allowed because the sandbox contains it): the user's credential files are masked too,
-        and git's global configuration is shown filtered (`credentials.py`)."""
+        and git's global configuration is shown filtered (`credentials.py`). `network`: this
+        command's way out through the proxy (network/proxy.py), used under bwrap only; the
+        wrapper's cleanup closes it when the command has ended."""
         if self.config.mode == "off":
             return None
         if not self.status.active:
@@ -221,21 +238,29 @@ class Sandbox:
                 "when no sandbox works)."
             )
         backend = self.status.backend
+        if network is not None and backend != "bwrap":
+            network.close()
+            network = None
 
         def masks() -> list[Path]:
             out = list(masked()) if masked is not None else []
             return out + credential_paths() if unasked else out
 
         return lambda argv, cwd, env: self._wrap(backend, list(argv), Path(cwd), dict(env), masked=masks(),
-                                                 unasked=unasked)
+                                                 unasked=unasked, network=network)
 
     def _wrap(
         self, backend: str, argv: list[str], cwd: Path, env: dict, create: bool = True,
-        masked: "list[Path] | None" = None, unasked: bool = False,
-    ) -> tuple[list[str], dict, Callable[[], None]]:
+        masked: "list[Path] | None" = None, unasked: bool = False, network: "Attachment | None" = None,
+    ) -> tuple:
         c = self.config
         if c.temp_dir is not None:
             env["TMPDIR"] = str(c.temp_dir)
+        if network is not None:
+            from ..network.environment import proxy_environment, stage_command
+
+            env, names = proxy_environment(env)
+            argv = stage_command(network.child_fd, names, argv)
         cap, memory = self.cap, self.memory
         pairs = rlimits(c.limits, cap.nproc_limit() if cap else None, memory.address_space if memory else None)
         if backend == "bwrap":
@@ -250,7 +275,10 @@ class Sandbox:
             self._split_in_roots = []
             restrict = self.ruleset.restrict_in_child
         sockets = self._socket_filter(backend)
-        return argv, env, self._preexec(pairs, restrict, sockets.install_in_child if sockets else None)
+        preexec = self._preexec(pairs, restrict, sockets.install_in_child if sockets else None)
+        if network is not None:  # (…, cleanup, descriptors the child inherits)
+            return argv, env, preexec, network.close, (network.child_fd,)
+        return argv, env, preexec
 
     def _preexec(self, pairs, restrict, install_filter, subreaper: bool = False,
                  cgroups: bool = True) -> Callable[[], None]:
@@ -570,6 +598,7 @@ class Sandbox:
         said = _denial.explain(
             output_tail, exit_code, backend=self.status.backend or "sandbox", network=self.status.network,
             temp_dir=str(self.config.temp_dir) if self.config.temp_dir else None,
+            domains=self.config.domains,
         )
         split = self._split_in_roots
         if said and split and self.status.backend == "landlock" and _denial.FILESYSTEM.search(output_tail[-8000:]):

@@ -211,9 +211,11 @@ def _validate(data: Mapping[str, Any], label: str, model: type[BaseModel] = Sett
 
 def _describe(err: Mapping[str, Any], data: Mapping[str, Any]) -> str:
     """One sentence naming the key and what it must be."""
-    loc = [str(p) for p in err["loc"] if not isinstance(p, int)]
+    # "<bool>"/"<object>": which form of a two-form value (sandbox.network) was checked, not a key
+    where = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("<"))]
+    loc = [str(p) for p in where if not isinstance(p, int)]
     key = ""
-    for p in err["loc"]:  # hooks.PreToolUse[0].hooks[1].timeout
+    for p in where:  # hooks.PreToolUse[0].hooks[1].timeout
         if p == "[key]":
             continue  # pydantic's marker for a bad dict key: the key is named by the value shown
         key += f"[{p}]" if isinstance(p, int) else ("." if key else "") + str(p)
@@ -226,6 +228,8 @@ def _describe(err: Mapping[str, Any], data: Mapping[str, Any]) -> str:
         hint = f"; did you mean {'.'.join([*loc[:-1], close[0]])}?" if close else (
             f"; known keys here: {', '.join(parent)}" if parent else "")
         return f"unknown setting {key}{hint}"
+    if kind == "choice_type":
+        return f"{key} {err['msg']}, got {shown}"
     if kind == "value_error":
         return f"{key}: {str(err['msg']).removeprefix('Value error, ')}"
     if kind in ("model_type", "dict_type", "model_attributes_type"):
@@ -251,10 +255,24 @@ def _schema_keys(loc: list[str]) -> list[str]:
     model: Any = SettingsModel
     for part in loc:
         field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
-        if field is None or not (isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)):
+        inner = _section_type(field.annotation) if field is not None else None
+        if inner is None:
             return []
-        model = field.annotation
+        model = inner
     return [f.alias or n for n, f in model.model_fields.items()]
+
+
+def _section_type(annotation: Any) -> type[BaseModel] | None:
+    """The settings section a field holds: its type, or the object form of a two-form value."""
+    import typing
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _section_type(arg)
+        if found is not None:
+            return found
+    return None
 
 
 def _merge_into(base: dict[str, Any], over: Mapping[str, Any], path: tuple[str, ...]) -> None:
@@ -337,7 +355,8 @@ def _narrow(node: Mapping[str, Any], model: type[BaseModel], path: tuple[str, ..
         if refused:
             ignored.append(Ignored(label, dotted, "limited", _refusal(how, dotted, value, below, base.source_of(below_key)),
                                    value))
-            continue
+            if how.kind != "custom":  # a custom rule may keep the narrowing part of a value
+                continue
         if how.kind in ("rules", "any") or taken != below:
             out[key] = taken
     return out
@@ -354,6 +373,8 @@ def _refusal(how: Any, dotted: str, value: Any, below: Any, source: str) -> str:
         return f"{dotted}={shown(value)} is above {shown(below)} ({where}); a workspace may only lower it"
     if how.kind == "off":
         return f"{dotted}=true, but it is off ({where}); a workspace may only turn it off"
+    if how.kind == "custom" and how.custom is not None:
+        return f"{how.custom(value, below)[1]} ({where})"
     narrower = how.order[: how.order.index(below) + 1]
     return (f"{dotted}={_short(value)} allows more than {_short(below)} ({where}); a workspace may only choose "
             f"{' or '.join(narrower)}")

@@ -14,6 +14,8 @@ field of the schema says how with `setting(..., workspace=KIND)`:
 - ADD    a list of exclusions: the workspace's entries are added to the user's.
 - ANY    behaviour that grants nothing either way.
 - NEVER  not even from a trusted workspace (whether a workspace is trusted).
+- CUSTOM a value with its own rule, `custom(value, base) -> (taken, why-not-all-taken | None)`
+         (`sandbox.network`: names are narrowed by what both lists allow).
 
 A field without one (allow rules, extra directories, program paths, the sandbox, hooks, caches,
 language servers) is the user's: from an untrusted workspace it is ignored, with a warning that
@@ -29,12 +31,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
-_KINDS = ("rules", "lower", "off", "order", "add", "any", "never")
+_KINDS = ("rules", "lower", "off", "order", "add", "any", "never", "custom")
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,7 @@ class Narrowing:
     unlimited: int | None = None
     fallback: str | None = None
     order: tuple[str, ...] = ()
+    custom: Callable[[Any, Any], tuple[Any, str | None]] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
@@ -75,6 +78,9 @@ class Narrowing:
             return base, True
         if self.kind == "add":
             return [*base, *(v for v in value if v not in base)], False
+        if self.kind == "custom" and self.custom is not None:
+            taken, why = self.custom(value, base)
+            return taken, why is not None
         return value, False  # rules, any
 
     def _rank(self, value: int) -> float:

@@ -16,9 +16,10 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from ..domains import check_entries
 from .narrowing import ADD, ANY, LOWER, LOWER_OR_0, NEVER, OFF, RULES, Narrowing
 
 MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
@@ -85,13 +86,104 @@ class SandboxFilesystemSettings(Section):
         "sandbox mask it.", workspace=ADD)
 
 
+DomainList = Annotated[list[str], BeforeValidator(_str_list)]
+
+
+class NetworkSettings(Section):
+    """`sandbox.network` as an object (Claude Code's shape): commands reach only these domains,
+    through codebelt's proxy; WebFetch obeys the same lists."""
+
+    allowed_domains: DomainList = setting(
+        [], "Names sandboxed commands and WebFetch may reach: `pypi.org`, `*.example.com` (the names below it), "
+        "`*` (every name), an address, each optionally with `:port`. Only the user's settings add domains.")
+    denied_domains: DomainList = setting(
+        [], "Names never reached, whatever allowedDomains says (same forms).", workspace=ADD)
+    ask_for_new_domains: bool = setting(
+        False, "Ask the person (MCP elicitation, terminal prompt, library approver) the first time a name on "
+        "neither list is wanted, once per name per session; the connection waits for the answer.", workspace=OFF)
+    ask_timeout_seconds: int = setting(120, "How long a connection waits for that answer before it is refused.",
+                                       gt=0, le=3600, workspace=LOWER)
+    max_connections: int = setting(2_000, "Most connections a session's commands and WebFetch may open.", gt=0,
+                                   workspace=LOWER)
+    max_mb: int = setting(4_096, "Most data a session's connections may move, both directions, in MB.", gt=0,
+                          alias="maxMB", workspace=LOWER)
+    max_connection_seconds: int = setting(1_800, "Longest a single connection may stay open, in seconds.", gt=0,
+                                          workspace=LOWER)
+
+    @field_validator("allowed_domains", "denied_domains")
+    @classmethod
+    def _entries(cls, value: list[str]) -> list[str]:
+        return check_entries(value)
+
+
+def _narrow_network(value: Any, base: Any) -> tuple[Any, str | None]:
+    """What an untrusted workspace's `sandbox.network` amounts to over the user's: it may turn
+    the network off, deny more names, stop asking, lower the limits, and keep only some of the
+    allowed names; never widen. `true` (every connection, no proxy) counts as `{"allowedDomains":
+    ["*"]}` here, which anything proxied narrows; `false` as nothing allowed."""
+    from ..domains import narrower_list
+
+    if value is False or value == base:
+        return value, None
+    if value is True:
+        return base, "sandbox.network=true would allow every connection; a workspace may only narrow the network"
+    if base is False:
+        wider = value.get("allowedDomains") or value.get("askForNewDomains")
+        return False, ("sandbox.network allows no connection; a workspace may not allow or ask for domains"
+                       if wider else None)
+    mine = (NetworkSettings(allowed_domains=["*"]) if base is True else base).model_dump(by_alias=True)
+    out = dict(mine)
+    refused = []
+    for key, given in value.items():
+        if key == "allowedDomains":
+            kept = narrower_list(mine.get("allowedDomains", []), given)
+            if set(given) - set(kept):
+                refused.append(f"allowedDomains {sorted(set(given) - set(kept))} (not allowed by the user's settings)")
+            out[key] = kept
+        elif key == "deniedDomains":
+            out[key] = [*mine.get(key, []), *(d for d in given if d not in mine.get(key, []))]
+        elif key == "askForNewDomains":
+            out[key], wider = OFF.narrow(given, mine.get(key, False))
+            if wider:
+                refused.append("askForNewDomains=true")
+        else:
+            out[key], wider = LOWER.narrow(given, mine.get(key))
+            if wider:
+                refused.append(f"{key}={given} (above {mine.get(key)})")
+    why = (f"sandbox.network: a workspace may only narrow the network; not taken: {'; '.join(refused)}"
+           if refused else None)
+    return out, why
+
+
+NETWORK = Narrowing("custom", custom=_narrow_network)
+
+
+def _network_form(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return "<bool>"
+    if isinstance(value, (dict, NetworkSettings)):
+        return "<object>"
+    return None
+
+
+# One form or the other, chosen by the value's type: an error then names the one meant.
+NetworkValue = Annotated[
+    Annotated[bool, Tag("<bool>")] | Annotated[NetworkSettings, Tag("<object>")],
+    Discriminator(_network_form, custom_error_type="choice_type",
+                  custom_error_message="must be true, false or an object (allowedDomains, deniedDomains, …)"),
+]
+
+
 class SandboxSettings(Section):
     mode: Literal["auto", "bwrap", "landlock", "off", "required"] = setting(
         "auto",
         "auto: the strongest backend that works, else unsandboxed; bwrap / landlock: that backend or refuse; "
         "required: any backend or refuse; off: no sandbox.",
     )
-    network: bool = setting(False, "Whether sandboxed commands may use the network.")
+    network: NetworkValue = setting(
+        False, "false: sandboxed commands have no network; true: all of it; an object (allowedDomains, "
+        "deniedDomains, askForNewDomains, limits): only those names, through codebelt's proxy (bubblewrap only). "
+        "WebFetch follows the same lists.", workspace=NETWORK)
     jail: bool = setting(
         True,
         "Run commands judged read-only (which run without asking) in the read-only jail: nothing writable, "

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..files.state import FileStates
     from ..intel.index import CodeIndex
     from ..intel.lsp import LspManager
+    from ..network import Network
     from ..sandbox import Sandbox
     from ..sandbox.helpers import HelperProfile
     from ..search import ripgrep
@@ -61,6 +62,17 @@ def sandbox(ctx: ToolContext) -> Sandbox:
     config = SandboxConfig.from_settings(ctx.settings.sandbox, ctx.workspace.roots, ctx.temp_dir,
                                          name=f"codebelt-{ctx.session_id}-{_instance()}")
     return Sandbox(config)
+
+
+def network(ctx: ToolContext) -> Network:
+    """The session's network policy in force (sandbox.network): the proxy sandboxed commands
+    reach allowed names through, and WebFetch's gate; every connection goes to the audit log."""
+    from ..network.service import Network
+    from ._network import policy_from_settings
+
+    emit = ctx.emit
+    return Network(policy_from_settings(ctx.settings.sandbox.network),
+                   on_record=lambda record: emit("connection", {"record": record}))
 
 
 def task_manager(ctx: ToolContext) -> TaskManager:

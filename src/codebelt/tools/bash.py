@@ -27,8 +27,9 @@ from ..shell.execution.runner import Outcome, ShellProcess
 from ..shell.execution.spool import Rendered, Progress, render
 from ..shell.execution.tasks import Task, TaskManager
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
+from ._network import asker, refusal_note
 from ._patching import check_patch, patch_preview, patch_requests, run_patch
-from ._services import sandbox, shell_cwd, task_manager
+from ._services import network, sandbox, shell_cwd, task_manager
 
 MAX_RESULT_CHARS = 30_000
 _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t\r\f\v]*\n)+")
@@ -191,14 +192,46 @@ def _jail(ctx: ToolContext):
     return wrap
 
 
-def _unasked(ctx: ToolContext):
-    """For a command auto-allowed because the sandbox contains it (no person approved it): the
-    write sandbox with the user's credential files masked as in the jail. None otherwise (the
-    session's own wrapper)."""
+def _unasked(ctx: ToolContext) -> bool:
+    """Whether the command was auto-allowed because the sandbox contains it (no person approved
+    it): then the write sandbox masks the user's credential files as the jail does."""
     decision = ctx.decision
-    if decision is None or decision.confinement != "sandbox" or decision.decided_by != "sandbox":
+    return decision is not None and decision.confinement == "sandbox" and decision.decided_by == "sandbox"
+
+
+def _attachment(command: str, ctx: ToolContext):
+    """This command's way out through the proxy when `sandbox.network` is an object and bwrap
+    runs it, else None (the network stays off, as configured)."""
+    if isinstance(ctx.settings.sandbox.network, bool):
         return None
-    return ctx.service(sandbox).wrapper(ctx.permissions.read_denied_paths, unasked=True)
+    try:
+        if not ctx.service(sandbox).filters_domains:
+            return None
+        service = ctx.service(network)
+        if not service.policy.reaches_anything:
+            return None
+        return service.attach("Bash", command, asker(ctx, f"`{command[:200]}`"))
+    except Exception:  # noqa: BLE001 - no proxy: the command runs with the network off, as configured
+        return None
+
+
+def _write_sandbox(command: str, ctx: ToolContext, jailed: bool):
+    """(wrapper, attachment) of a command in the write sandbox that needs more than the
+    session's own wrapper (credential files masked for an unasked command; the proxy), else
+    (None, None). A jailed command has neither: the jail has no network at all."""
+    if jailed:
+        return None, None
+    unasked = _unasked(ctx)
+    attachment = _attachment(command, ctx)
+    if not unasked and attachment is None:
+        return None, None
+    try:
+        return ctx.service(sandbox).wrapper(ctx.permissions.read_denied_paths, unasked=unasked,
+                                            network=attachment), attachment
+    except BaseException:
+        if attachment is not None:
+            attachment.close()
+        raise
 
 
 def _secret_note(command: str, ctx: ToolContext) -> str | None:
@@ -415,6 +448,7 @@ class Bash(Tool):
             return self._start_background(params, ctx, manager, cwd, cwd_note)
 
         jail = _jail(ctx)
+        net_wrap, attachment = _write_sandbox(params.command, ctx, jail is not None)
         env_before = _guarded_before(ctx)
         # As Claude Code: at its timeout a foreground command moves to the background, where it
         # may run for bash.backgroundTimeoutMs more (then it is stopped); autoBackground moves
@@ -430,9 +464,11 @@ class Bash(Tool):
             # Recording the final directory costs bash a fork (it cannot exec the last command
             # under an EXIT trap); skip it when the command cannot change the directory.
             proc = manager.spawn(params.command, cwd, total_s,
-                                 record_cwd=params.script.may_change_cwd, watch=False, wrap=jail or _unasked(ctx),
+                                 record_cwd=params.script.may_change_cwd, watch=False, wrap=jail or net_wrap,
                                  record_status=_has_pipeline(params.script))
         except ShellError as e:
+            if attachment is not None:
+                attachment.close()
             raise ToolError(f"The command could not be started: {e}") from None
         finished = wait_foreground(
             proc,
@@ -444,11 +480,11 @@ class Bash(Tool):
             _undo_at_exit(ctx, proc, env_before)
             return self._moved_to_background(params, ctx, manager, proc, budget_ms)
         return self._finished(params, ctx, proc, timeout_ms, cwd_service, cwd_note, oom_before, jailed=jail is not None,
-                              env_before=env_before)
+                              env_before=env_before, attachment=attachment)
 
     def _finished(self, params: BashInput, ctx: ToolContext, proc: ShellProcess, timeout_ms: int,
                   cwd_service: ShellCwd, cwd_note: str | None, oom_before: int = 0,
-                  jailed: bool = False, env_before: dict[Path, str] | None = None) -> ToolResult:
+                  jailed: bool = False, env_before: dict[Path, str] | None = None, attachment: Any = None) -> ToolResult:
         out = proc.outcome
         assert out is not None
         before, _ = cwd_service.current(consume=False)
@@ -477,7 +513,11 @@ class Bash(Tool):
             ctx.service(task_manager).release_spool(proc)
         sandbox_note = None
         failed = _failure(out)
-        if failed and out.stop_reason is None:
+        refused = refusal_note(attachment.denials()) if attachment is not None else None
+        if refused:
+            sandbox_note = refused
+            notes.append(refused)
+        elif failed and out.stop_reason is None:
             sandbox_note = (_memory_note(oom_before, failed, rendered.text, ctx)
                             or (_jail_note(rendered.text[-4000:], before, ctx) if jailed else None)
                             or _sandbox_note(rendered.text[-4000:], failed, ctx))
@@ -512,10 +552,14 @@ class Bash(Tool):
                           cwd: Path, cwd_note: str | None) -> ToolResult:
         timeout_ms = self._timeout_ms(params, ctx)
         before = _guarded_before(ctx)
+        jail = _jail(ctx)
+        net_wrap, attachment = _write_sandbox(params.command, ctx, jail is not None)
         try:
             proc = manager.spawn(params.command, cwd, (timeout_ms / 1000) if timeout_ms else None, record_cwd=False,
-                                 wrap=_jail(ctx) or _unasked(ctx))
+                                 wrap=jail or net_wrap)
         except ShellError as e:
+            if attachment is not None:
+                attachment.close()
             raise ToolError(f"The command could not be started: {e}") from None
         _undo_at_exit(ctx, proc, before)
         task = manager.adopt(proc, params.command, params.description, "requested")

@@ -33,8 +33,9 @@ from . import procs
 from .environment import scrubbed_environ
 from .quota import OutputQuota
 
-# (argv, cwd, env) → (argv, env, preexec_fn[, cleanup]): how the sandbox wraps a command; the
-# optional cleanup runs once bash has exited (the read-only jail removes its scratch directory).
+# (argv, cwd, env) → (argv, env, preexec_fn[, cleanup[, pass_fds]]): how the sandbox wraps a
+# command; the optional cleanup runs once bash has exited (the read-only jail removes its scratch
+# directory), and pass_fds are descriptors the child inherits (the network proxy's channel).
 Wrap = Callable[[list[str], Path, dict], tuple]
 
 # bash -c takes the script as one argv string; Linux caps one string at 128 KiB
@@ -186,11 +187,12 @@ class ShellProcess:
             argv = [bash, str(self._script_file)]
         else:
             argv = [bash, "-c", script]
-        env, preexec = self.env, None
+        env, preexec, inherited = self.env, None, ()
         if self.wrap is not None:
             wrapped = self.wrap(argv, self.cwd, env)
             argv, env, preexec = wrapped[:3]
             self._cleanup = wrapped[3] if len(wrapped) > 3 else None
+            inherited = tuple(wrapped[4]) if len(wrapped) > 4 else ()
         self._spool_fd = os.open(self.spool_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o600)
         try:
             self.started_at = time.monotonic()
@@ -206,7 +208,7 @@ class ShellProcess:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 close_fds=True,
-                pass_fds=(cwd_w,) if cwd_w >= 0 else (),
+                pass_fds=((cwd_w,) if cwd_w >= 0 else ()) + inherited,
                 preexec_fn=preexec,
             ))
         except OSError as e:
