@@ -190,6 +190,8 @@ class Session:
     the session: they go in a new subdirectory of it, which close() leaves, and Read may read
     anything below it without asking (the CLI keeps one per CLI session). By default they live
     in the session's temp directory and go with it.
+    `web_summarizer(page, prompt, info) -> str`: the host's own model for WebFetch (else the
+    page goes back with the prompt).
     """
 
     def __init__(
@@ -208,6 +210,7 @@ class Session:
         tools: Iterable[type[Tool]] | None = None,
         trust_workspace: bool = False,
         trust_workspace_hooks: bool = False,
+        web_summarizer: Callable[[str, str, dict[str, Any]], str] | None = None,
     ):
         root_path = Path(root).expanduser()
         if not root_path.is_dir():
@@ -254,6 +257,8 @@ class Session:
                 root_path, [d for d in extra if d.is_dir()], internal_read_dirs=[readable]
             )
             self.approver = approver
+            # WebFetch hands it (page, prompt, info) and returns its answer instead of the page
+            self.web_summarizer = web_summarizer
 
             from .tools import ToolTable, builtin_families
 
@@ -320,6 +325,7 @@ class Session:
             permissions=self.engine, results_dir=self.results_dir, temp_dir=self.temp_dir,
             services=self._services, cancel_event=cancel_event or threading.Event(), progress=progress,
             events=self._event, texts=self.texts, approver=self.approver,
+            web_summarizer=self.web_summarizer,
         )
 
     # -- hooks ---------------------------------------------------------------------------------

@@ -161,6 +161,9 @@ class ToolContext:
     # The session's approver, for questions that come up while a call runs (a command's first
     # connection to a new domain); None: nobody can be asked.
     approver: "Approver | None" = None
+    # The host's own summariser for WebFetch, `(page, prompt, info) -> answer`; None: the page
+    # goes back with the prompt for the host's model.
+    web_summarizer: Callable[[str, str, dict[str, Any]], str] | None = None
     # This call's resolved paths: the permission decision and `run` use the same resolution, so
     # a symlink swapped in between cannot make `run` act on another path than the one decided.
     _resolved: dict[tuple[str, Path | None], Path] = field(default_factory=dict, repr=False)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 TOOL_MODULES = (
     "read", "write", "edit", "multi_edit", "notebook_edit", "glob", "grep",
     "bash", "bash_output", "kill_shell", "task_output", "task_stop", "apply_patch",
-    "lsp", "repo_map",
+    "lsp", "repo_map", "web_fetch",
 )
 
 # tool name → (module under codebelt.tools, path-rule family), in TOOL_MODULES order.
