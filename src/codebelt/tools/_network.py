@@ -53,7 +53,7 @@ def refusal_note(denials: "list[Denial]", limit: int = 5) -> str | None:
     """The sentence a result gets when the proxy refused some of its connections."""
     if not denials:
         return None
-    shown = "; ".join(f"{d.host}:{d.port} ({d.reason})" for d in denials[:limit])
+    shown = "; ".join(f"{f'[{d.host}]' if ':' in d.host else d.host}:{d.port} ({d.reason})" for d in denials[:limit])
     more = f" and {len(denials) - limit} more" if len(denials) > limit else ""
     settings = {d.setting for d in denials if d.setting}
     how = (" Only the user can allow a name: it goes in sandbox.network.allowedDomains of their own settings "
