@@ -64,7 +64,7 @@ class Server:
         return f"{self.scheme}://{host}:{self.port}{path}"
 
 
-Route = Callable[[http.server.BaseHTTPRequestHandler], Any] | bytes
+Route = Callable[[http.server.BaseHTTPRequestHandler], Any] | bytes | tuple[bytes, str]
 
 
 def start_server(routes: dict[str, Route], pki: Pki | None = None, static: Path | None = None):
@@ -85,6 +85,8 @@ def start_server(routes: dict[str, Route], pki: Pki | None = None, static: Path 
                 return self._send(404, b"not found\n")
             if isinstance(route, bytes):
                 return self._send(200, route)
+            if isinstance(route, tuple):
+                return self._send(200, *route)
             return route(self)
 
         def _send(self, code: int, body: bytes, ctype: str = "text/plain") -> None:

@@ -8,6 +8,9 @@ from urllib.parse import urljoin
 TEXT_TYPES = ("application/json", "application/xml", "application/javascript", "application/x-javascript",
               "application/ld+json", "application/x-yaml", "application/yaml", "application/toml")
 HTML_TYPES = ("text/html", "application/xhtml+xml")
+# HTML converted at most: parsing and converting take seconds per MB on a busy machine, and a
+# page's first 2 MB give far more Markdown than a result shows (the rest is saved to a file).
+MAX_HTML = 2 << 20
 # Elements whose text is no part of what a page says.
 DROPPED = ("script", "style", "noscript", "template", "svg", "canvas", "iframe", "object", "embed", "head")
 
@@ -46,7 +49,12 @@ def html_to_markdown(html: str, base_url: str) -> tuple[str, str | None]:
         value = tag.get(attr)
         if isinstance(value, str) and value and not value.startswith(("#", "data:", "javascript:")):
             tag[attr] = urljoin(base_url, value)
-    markdown = MarkdownConverter(heading_style="ATX", bullets="-").convert_soup(soup)
+    try:
+        markdown = MarkdownConverter(heading_style="ATX", bullets="-").convert_soup(soup)
+    except RecursionError:
+        # the converter recurses once per level; html.parser leaves unclosed tags (20,000 `<p>`)
+        # nested, deeper than Python's stack: the text alone, in order, is still the page
+        markdown = soup.get_text("\n")
     lines = [line.rstrip() for line in markdown.splitlines()]
     out: list[str] = []
     for line in lines:  # at most one blank line in a row
@@ -55,10 +63,14 @@ def html_to_markdown(html: str, base_url: str) -> tuple[str, str | None]:
     return "\n".join(out).strip(), title
 
 
-def page_text(body: bytes, content_type: str, charset: str | None, url: str) -> tuple[str | None, str | None]:
-    """(text for the model, title) — text None for binary content."""
+def page_text(body: bytes, content_type: str, charset: str | None, url: str) -> tuple[str | None, str | None, bool]:
+    """(text for the model, title, whether only the first MAX_HTML of the HTML was converted) —
+    text None for binary content."""
     if content_type in HTML_TYPES or (not content_type and body.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html"))):
-        return html_to_markdown(decode(body, charset), url)
+        html = decode(body, charset)
+        cut = len(html) > MAX_HTML
+        markdown, title = html_to_markdown(html[:MAX_HTML], url)
+        return markdown, title, cut
     if is_text(content_type):
-        return decode(body, charset), None
-    return None, None
+        return decode(body, charset), None, False
+    return None, None, False

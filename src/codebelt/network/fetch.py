@@ -197,7 +197,7 @@ def _read_body(response: http.client.HTTPResponse, ticket: Ticket, deadline: flo
     size = 0
     while size <= limits.max_bytes:
         _remaining(deadline)
-        raw = response.read(65_536)
+        raw = response.read1(65_536)  # what has arrived: read() would wait for the whole chunk
         if not raw:
             break
         if not ticket.add(down=len(raw)):

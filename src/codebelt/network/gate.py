@@ -18,7 +18,7 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from ..domains import IPAddress
@@ -148,8 +148,9 @@ class Gate:
     def _decide(self, record: ConnectionRecord, host: str, port: int, asker: Asker | None) -> Ticket:
         verdict = self.policy.decide(host, port)
         record.host = verdict.host
-        if verdict.behavior == "ask":
-            verdict, record.asked = self._ask(verdict, asker)
+        asked_name = verdict.behavior == "ask"
+        if asked_name:  # before any lookup: a name nobody approved is not even sent to DNS
+            verdict, record.asked = self._ask(verdict, asker, verdict.host)
         if verdict.behavior != "allow":
             return self._release(self._deny(record, verdict))
         if verdict.address:
@@ -163,11 +164,22 @@ class Gate:
                 return self._release(self._deny(record, Verdict("deny", verdict.host, port, str(e))))
             internal = [str(a) for a in addresses if is_internal(a)]
             if internal and not verdict.exact:
-                return self._release(self._deny(record, Verdict(
-                    "deny", verdict.host, port,
-                    f"{verdict.host} leads to {', '.join(internal[:3])}, a loopback or private address; a name "
-                    f"reaches such an address only when sandbox.network.allowedDomains names it exactly "
-                    f"(it matched {verdict.entry!r})", "sandbox.network.allowedDomains", verdict.entry)))
+                inside = (f"{verdict.host} leads to {', '.join(internal[:3])}, not a public address (loopback, "
+                          "private, link-local or reserved)")
+                if asked_name:  # approved as a name: whether it may lead inside is another question
+                    question = Verdict("ask", verdict.host, port, f"{inside}; allow a connection there?",
+                                       ASK_KEY)
+                    verdict, _ = self._ask(question, asker, f"{verdict.host} -> {' '.join(internal)}")
+                    if verdict.behavior == "allow":
+                        verdict = replace(verdict, exact=True)
+                else:
+                    verdict = Verdict("deny", verdict.host, port,
+                                      f"{inside}; a name reaches such an address only when "
+                                      f"sandbox.network.allowedDomains names it exactly"
+                                      + (f" (it matched {verdict.entry!r})" if verdict.entry else ""),
+                                      "sandbox.network.allowedDomains", verdict.entry)
+                if verdict.behavior != "allow":
+                    return self._release(self._deny(record, verdict))
         record.decision, record.reason = "allowed", verdict.reason
         return Ticket(self, verdict, record, addresses)
 
@@ -179,13 +191,16 @@ class Gate:
             self.connections += 1
         return self._deny(record, Verdict("deny", record.host, port, reason), quiet=True)
 
-    def _ask(self, verdict: Verdict, asker: Asker | None) -> tuple[Verdict, bool]:
+    def _ask(self, verdict: Verdict, asker: Asker | None, key: str) -> tuple[Verdict, bool]:
+        """Put `verdict`'s question to the asker, once per `key` for the session (a name; a name
+        and the inside addresses it led to)."""
         host, port = verdict.host, verdict.port
         with self._lock:
-            known = self._answers.get(host)
-            pending = self._pending.get(host)
+            known = self._answers.get(key)
+            pending = self._pending.get(key)
             if known is None and pending is None and asker is not None:
-                pending = self._pending[host] = self._askers.submit(self._run_asker, asker, host, port, verdict.reason)
+                pending = self._pending[key] = self._askers.submit(self._run_asker, asker, key, host, port,
+                                                                   verdict.reason)
         if known is not None:
             return self._answered(verdict, known, earlier=True), False
         if pending is None:
@@ -195,21 +210,21 @@ class Gate:
             approved = pending.result(timeout=timeout)
         except concurrent.futures.TimeoutError:
             return Verdict("deny", host, port, f"{verdict.reason}; nobody answered within {timeout:g} s "
-                           f"({ASK_KEY})", verdict.setting), True
+                           f"(sandbox.network.askTimeoutSeconds)", verdict.setting), True
         except Exception as e:  # noqa: BLE001 - the asker says why nobody could be asked
             return Verdict("deny", host, port, f"{verdict.reason}; asking failed: {e}", verdict.setting), True
         return self._answered(verdict, approved, earlier=False), True
 
-    def _run_asker(self, asker: Asker, host: str, port: int, reason: str) -> bool:
+    def _run_asker(self, asker: Asker, key: str, host: str, port: int, reason: str) -> bool:
         try:
             approved = bool(asker(host, port, reason))
         except BaseException:
             with self._lock:
-                self._pending.pop(host, None)  # not an answer: ask again next time
+                self._pending.pop(key, None)  # not an answer: ask again next time
             raise
         with self._lock:
-            self._answers[host] = approved
-            self._pending.pop(host, None)
+            self._answers[key] = approved
+            self._pending.pop(key, None)
         return approved
 
     @staticmethod

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..network.content import page_text
+from ..network.content import MAX_HTML, page_text
 from ..network.fetch import FetchError, Fetched, fetch, normalize_url
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
 from ._network import asker
@@ -141,7 +141,7 @@ class WebFetch(Tool):
         ctx.check_cancelled()
         if fetched.redirect_refused is not None:
             return self._redirect(fetched)
-        text, title = page_text(fetched.body, fetched.content_type, fetched.charset, fetched.final_url)
+        text, title, html_cut = page_text(fetched.body, fetched.content_type, fetched.charset, fetched.final_url)
         if fetched.status >= 400:
             excerpt = (text or "")[:2_000]
             raise ToolError(f"WebFetch got HTTP {fetched.status} {fetched.reason} from {fetched.final_url}."
@@ -149,9 +149,10 @@ class WebFetch(Tool):
         if text is None:
             raise ToolError(f"{fetched.final_url} returned {fetched.content_type or 'content of no stated type'} "
                             f"({len(fetched.body):,} bytes), not text: WebFetch returns text and web pages only.")
-        return self._page(params, ctx, fetched, text, title)
+        return self._page(params, ctx, fetched, text, title, html_cut)
 
-    def _page(self, params: WebFetchInput, ctx: ToolContext, fetched: Fetched, text: str, title: str | None) -> ToolResult:
+    def _page(self, params: WebFetchInput, ctx: ToolContext, fetched: Fetched, text: str, title: str | None,
+              html_cut: bool = False) -> ToolResult:
         saved = None
         shown = text
         if len(text) > MAX_PAGE_CHARS:
@@ -171,6 +172,8 @@ class WebFetch(Tool):
             notes = []
             if fetched.truncated:
                 notes.append(f"The response passed {len(fetched.body) >> 20} MB and was cut there.")
+            if html_cut:
+                notes.append(f"Only the first {MAX_HTML >> 20} MB of the page's HTML were converted.")
             if saved:
                 notes.append(f"The page is {len(text):,} characters; the first {MAX_PAGE_CHARS:,} are shown. All of it "
                              f"is in {saved} (Read it with offset and limit).")

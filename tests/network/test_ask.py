@@ -1,0 +1,162 @@
+"""askForNewDomains: the person is asked the first time a command wants a name on neither list —
+through a real MCP client answering elicitation, and through the library's approver — once per
+name per session, while the connection waits, for a bounded time."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from .conftest import NAMES, connections, start_server
+
+ASK = {"allowedDomains": ["allowed.test"], "askForNewDomains": True}
+CODEBELT = str(Path(sys.executable).with_name("codebelt"))
+
+
+@pytest.fixture
+def https_server(pki):
+    server, stop = start_server({"/hello": b"hello over https\n"}, pki=pki)
+    yield server
+    stop()
+
+
+def curl(server, pki, host: str) -> str:
+    return f"curl -sS --max-time 20 --cacert {pki.ca} {server.url(host, '/hello')}"
+
+
+# -- through MCP ------------------------------------------------------------------------------------
+def serve_params(tmp_path: Path, ws: Path, network: dict):
+    from mcp.client.stdio import StdioServerParameters
+
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"permissions": {"allow": ["Bash(*)"]}, "sandbox": {"network": network}}))
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_STATE_HOME": str(tmp_path / "state"),
+           "CODEBELT_AUDIT_DB": str(tmp_path / "audit.db"), "PYTHONUNBUFFERED": "1",
+           "CODEBELT_NETWORK_RESOLVE": ",".join(f"{n}=127.0.0.1" for n in NAMES)}
+    return StdioServerParameters(command=CODEBELT, env=env, args=[
+        "serve", "--root", str(ws), "--settings", str(settings), "--sandbox", "bwrap", "--mode", "default"])
+
+
+async def test_the_person_is_asked_through_mcp_elicitation(bwrap, ws, tmp_path, https_server, pki):
+    from mcp import Client
+    import mcp_types as types
+
+    asked: list[str] = []
+
+    async def elicit(context, params):
+        asked.append(params.message)
+        approve = "new.test" in params.message  # new2.test is declined
+        return types.ElicitResult(action="accept", content={"approve": approve})
+
+    async with Client(serve_params(tmp_path, ws, ASK), mode="legacy", elicitation_callback=elicit) as client:
+        with anyio.fail_after(60):
+            first = await client.call_tool("Bash", {"command": curl(https_server, pki, "new.test")})
+            again = await client.call_tool("Bash", {"command": curl(https_server, pki, "new.test")})
+            declined = await client.call_tool("Bash", {"command": curl(https_server, pki, "new2.test")})
+    assert "hello over https" in first.content[0].text, first.content[0].text
+    assert "hello over https" in again.content[0].text
+    # asked about the name, then (it leads to 127.0.0.1) about reaching a non-public address; never again
+    about_new = [m for m in asked if "new.test" in m]
+    assert len(about_new) == 2, asked
+    assert "new.test:" in about_new[0] and "sandbox.network.allowedDomains" in about_new[0]
+    assert "127.0.0.1" in about_new[1] and "not a public address" in about_new[1]
+    assert "rest of this session" in about_new[0]
+    assert [m for m in asked if "new2.test" in m] and "hello" not in declined.content[0].text
+    assert "declined by the user" in declined.content[0].text
+    assert [(h, p) for h, p in https_server.requests] == [(f"new.test:{https_server.port}", "/hello")] * 2
+
+
+async def test_a_client_that_answers_only_before_a_call_is_not_asked_mid_command(bwrap, ws, tmp_path, https_server,
+                                                                                  pki):
+    """The 2026-07-28 protocol answers questions by retrying the call: a command would run twice.
+    The connection is refused instead, saying why."""
+    from mcp import Client
+
+    asked: list[str] = []
+
+    async def elicit(context, params):
+        asked.append(params.message)
+        raise AssertionError("not asked")
+
+    async with Client(serve_params(tmp_path, ws, ASK), mode="auto", elicitation_callback=elicit) as client:
+        with anyio.fail_after(60):
+            r = await client.call_tool("Bash", {"command": curl(https_server, pki, "new.test")})
+    text = r.content[0].text
+    assert "hello" not in text and not asked and https_server.requests == []
+    assert "while a command runs" in text, text
+
+
+# -- through the library's approver ---------------------------------------------------------------------
+def test_asked_once_per_name_while_connections_wait(session_with, https_server, pki, tmp_path):
+    """Three connections to the same new name at once: one question; its answer serves all."""
+    asked: list[str] = []
+    gate_open = threading.Event()
+
+    def approver(request):
+        asked.append(request.detail or "")
+        gate_open.wait(10)  # hold the answer while the other connections arrive
+        return True
+
+    s = session_with(ASK, approver=approver)
+    command = " & ".join([curl(https_server, pki, "sub.allowed.test")] * 3) + " & wait"
+    threading.Timer(1.5, gate_open.set).start()
+    r = s.call("Bash", {"command": command + "; echo done"})
+    assert r.text.count("hello over https") == 3, r.text
+    assert len([a for a in asked if "sub.allowed.test" in a and "->" not in a]) <= 2  # the name, then inside
+    assert len(asked) == 2, asked
+    rows = [row for row in connections(tmp_path, s) if row["host"] == "sub.allowed.test"]
+    assert len(rows) == 3 and all(row["decision"] == "allowed" for row in rows)
+    assert sum(row["asked"] for row in rows) >= 1
+
+
+def test_no_answer_in_time_is_a_refusal(session_with, https_server, pki):
+    never = threading.Event()
+
+    def approver(request):
+        never.wait(30)
+        return True
+
+    s = session_with({**ASK, "askTimeoutSeconds": 1}, approver=approver)
+    t0 = time.monotonic()
+    r = s.call("Bash", {"command": curl(https_server, pki, "new.test")})
+    never.set()
+    assert time.monotonic() - t0 < 20
+    assert "hello" not in r.text and "nobody answered within 1 s" in r.data["sandboxNote"], r.text
+
+
+def test_without_an_approver_nobody_is_asked(session_with, https_server, pki):
+    s = session_with(ASK)
+    r = s.call("Bash", {"command": curl(https_server, pki, "new.test")})
+    assert "hello" not in r.text and "no one can be asked" in r.data["sandboxNote"]
+
+
+def test_mode_dont_ask_asks_nobody(session_with, https_server, pki):
+    asked = []
+    s = session_with(ASK, approver=lambda r: asked.append(r) or True,
+                     permissions={"allow": ["Bash(*)"], "defaultMode": "dontAsk"})
+    r = s.call("Bash", {"command": curl(https_server, pki, "new.test")})
+    assert not asked and "hello" not in r.text
+
+
+def test_a_declined_name_stays_declined(session_with, https_server, pki):
+    asked = []
+    s = session_with(ASK, approver=lambda r: asked.append(r.detail) or False)
+    for _ in range(2):
+        r = s.call("Bash", {"command": curl(https_server, pki, "new.test")})
+        assert "declined by the user" in r.data["sandboxNote"]
+    assert len(asked) == 1 and https_server.requests == []
+
+
+def test_a_denied_name_is_never_asked(session_with, https_server, pki):
+    asked = []
+    s = session_with({**ASK, "deniedDomains": ["new.test"]}, approver=lambda r: asked.append(r) or True)
+    r = s.call("Bash", {"command": curl(https_server, pki, "new.test")})
+    assert not asked and "sandbox.network.deniedDomains" in r.data["sandboxNote"]
+
+
