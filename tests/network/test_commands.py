@@ -263,3 +263,35 @@ def test_network_false_starts_no_proxy(session_with, http_server):
     r = bash(s, f"{CURL} {http_server.url('allowed.test', '/hello')}")
     assert "hello" not in r.text and s._services.peek(network) is None
     assert "sandbox.network: true" in r.data["sandboxNote"]
+
+
+def test_under_landlock_domain_filtering_is_not_available(ws, tmp_path, names, http_server):
+    """No network namespace under Landlock: nothing could hold a command to the proxy, so the
+    network stays off, and the status and the result say why."""
+    from codebelt import Session
+    from tests.sandbox.conftest import backend_unusable
+
+    if backend_unusable("landlock"):
+        pytest.skip(f"Landlock cannot work here: {backend_unusable('landlock')}")
+    with Session(ws, sandbox="landlock", load_user_settings=False, audit=False,
+                 settings={"permissions": {"allow": ["Bash(*)"]}, "sandbox": {"network": ALLOW}}) as s:
+        assert "domain filtering" in s.sandbox().status.reason and "network off" in s.sandbox().status.reason
+        r = bash(s, f"{CURL} --noproxy '*' http://127.0.0.1:{http_server.port}/hello")
+        assert "hello" not in r.text and http_server.requests == []
+        assert "needs bubblewrap's network namespace" in r.data["sandboxNote"], r.text
+
+
+def test_codebelt_audit_lists_the_connections(session_with, http_server, tmp_path, capsys):
+    import json
+
+    from codebelt.cli import main
+
+    s = session_with(ALLOW)
+    bash(s, f"{CURL} {http_server.url('allowed.test', '/hello')}; {CURL} {http_server.url('denied.test', '/hello')}")
+    connections(tmp_path, s)  # flushed
+    assert main(["audit", "--network", "--db", str(tmp_path / "audit.db")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2 and "allowed" in out[0] and "allowed.test:" in out[0] and "denied.test:" in out[1]
+    assert main(["audit", "--network", "--errors", "--json", "--db", str(tmp_path / "audit.db")]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["host"] for r in rows] == ["denied.test"] and rows[0]["session_id"] == s.id

@@ -1,0 +1,115 @@
+"""Names and addresses in their one spelling, domain entries, and the policy's answer: tables."""
+
+from __future__ import annotations
+
+import pytest
+
+from codebelt.domains import DomainEntry, InvalidHost, canonical_host, narrower_list
+from codebelt.network import NetworkPolicy
+
+# (as a client writes it, canonical) — every spelling of one host is that host
+SPELLINGS = [
+    ("pypi.org", "pypi.org"), ("PyPI.ORG", "pypi.org"), ("pypi.org.", "pypi.org"),
+    ("ｐｙｐｉ．ｏｒｇ", "pypi.org"),  # full-width letters and dot (UTS 46 maps them)
+    ("Bücher.example", "xn--bcher-kva.example"), ("xn--bcher-kva.example", "xn--bcher-kva.example"),
+    ("pypі.org", "xn--pyp-lhd.org"),  # Cyrillic і: another name, not pypi.org
+    ("under_score.example.com", "under_score.example.com"),
+    ("1.2.3.4.example.com", "1.2.3.4.example.com"),
+    # IPv4 in the spellings inet_aton and URL parsers accept
+    ("127.0.0.1", "127.0.0.1"), ("2130706433", "127.0.0.1"), ("0x7f000001", "127.0.0.1"), ("0x7F.1", "127.0.0.1"),
+    ("0177.0.0.1", "127.0.0.1"), ("0177.1", "127.0.0.1"), ("127.1", "127.0.0.1"), ("127.0.1", "127.0.0.1"),
+    ("127.0.0.1.", "127.0.0.1"), ("0", "0.0.0.0"), ("0x", "0.0.0.0"), ("10.1", "10.0.0.1"),
+    ("169.254.169.254", "169.254.169.254"), ("0xa9fea9fe", "169.254.169.254"),
+    # IPv6, bracketed or not; v4-mapped is the v4 address
+    ("[::1]", "::1"), ("::1", "::1"), ("[0:0:0:0:0:0:0:1]", "::1"), ("[::ffff:127.0.0.1]", "127.0.0.1"),
+    ("[::ffff:7f00:1]", "127.0.0.1"), ("[::]", "::"), ("[FE80::1]", "fe80::1"),
+]
+INVALID = ["", " ", "a b", "evil.com/x", "evil.com@other", "evil.com:80", "a..b", ".", "-a.com", "a-.com",
+           "example.123", "1.2.3.999", "1.2.3.4.5", "08.1", "[fe80::1%eth0]", "[::g]", "a\x00b", "a\nb",
+           "x" * 64 + ".com", ("a." * 127) + "com"]
+
+
+@pytest.mark.parametrize("written,canonical", SPELLINGS)
+def test_every_spelling_of_a_host_is_one_host(written, canonical):
+    assert canonical_host(written) == canonical
+
+
+@pytest.mark.parametrize("written", INVALID)
+def test_what_is_no_host_is_refused(written):
+    with pytest.raises(InvalidHost):
+        canonical_host(written)
+
+
+# (entries allowed, entries denied, host, port, behavior)
+DECISIONS = [
+    (["pypi.org"], [], "pypi.org", 443, "allow"),
+    (["pypi.org"], [], "PYPI.ORG.", 443, "allow"),
+    (["pypi.org"], [], "files.pypi.org", 443, "deny"),
+    (["*.pythonhosted.org"], [], "files.pythonhosted.org", 443, "allow"),
+    (["*.pythonhosted.org"], [], "a.b.pythonhosted.org", 443, "allow"),
+    (["*.pythonhosted.org"], [], "pythonhosted.org", 443, "deny"),  # the wildcard is below the name only
+    (["*.pythonhosted.org"], [], "evilpythonhosted.org", 443, "deny"),
+    (["*"], [], "anything.example", 80, "allow"),
+    (["*"], ["*.evil.com"], "x.evil.com", 443, "deny"),
+    (["x.evil.com"], ["*.evil.com"], "x.evil.com", 443, "deny"),  # a denial wins
+    (["github.com:443"], [], "github.com", 443, "allow"),
+    (["github.com:443"], [], "github.com", 22, "deny"),
+    (["github.com"], ["github.com:22"], "github.com", 22, "deny"),
+    (["github.com"], ["github.com:22"], "github.com", 443, "allow"),
+    # addresses: reached only when listed, whatever the spelling and whatever `*` says
+    (["*"], [], "127.0.0.1", 80, "deny"),
+    (["*"], [], "2130706433", 80, "deny"),
+    (["*"], [], "[::1]", 80, "deny"),
+    (["*"], [], "203.0.113.7", 443, "deny"),
+    (["203.0.113.7"], [], "203.0.113.7", 443, "allow"),
+    (["203.0.113.7"], [], "0xcb007107", 443, "allow"),
+    (["[2001:db8::1]:443"], [], "2001:db8::1", 443, "allow"),
+    (["[2001:db8::1]:443"], [], "2001:db8::1", 80, "deny"),
+    (["127.0.0.1"], [], "::ffff:127.0.0.1", 80, "allow"),
+    ([], [], "pypi.org", 443, "deny"),
+    (["pypi.org"], [], "pypi.org/", 443, "deny"),  # not a host: refused, never looked up
+]
+
+
+@pytest.mark.parametrize("allowed,denied,host,port,behavior", DECISIONS)
+def test_the_policy_decides_by_name(allowed, denied, host, port, behavior):
+    assert NetworkPolicy.from_lists(allowed, denied).decide(host, port).behavior == behavior
+
+
+def test_a_new_name_is_asked_about_only_when_asking_is_on():
+    assert NetworkPolicy.from_lists(["pypi.org"], ask_for_new=True).decide("example.com", 443).behavior == "ask"
+    assert NetworkPolicy.from_lists(["pypi.org"], ask_for_new=True).decide("127.0.0.1", 443).behavior == "deny"
+    assert NetworkPolicy.from_lists([], ["example.com"], ask_for_new=True).decide("example.com", 1).behavior == "deny"
+
+
+def test_reasons_name_the_setting_and_the_entry():
+    policy = NetworkPolicy.from_lists(["*.example.com"], ["bad.example.com"])
+    v = policy.decide("bad.example.com", 443)
+    assert v.setting == "sandbox.network.deniedDomains" and "'bad.example.com'" in v.reason
+    v = policy.decide("ok.example.com", 443)
+    assert v.setting == "sandbox.network.allowedDomains" and "'*.example.com'" in v.reason and not v.exact
+
+
+# (user's list, workspace's list, what the workspace's amounts to)
+NARROWED = [
+    (["*.example.com", "pypi.org"], ["docs.example.com"], ["docs.example.com"]),
+    (["*.example.com"], ["*.example.com"], ["*.example.com"]),
+    (["pypi.org"], ["pypi.org", "evil.com"], ["pypi.org"]),
+    (["pypi.org"], ["pypi.org:443"], ["pypi.org:443"]),
+    (["pypi.org:443"], ["pypi.org"], ["pypi.org:443"]),
+    (["*"], ["github.com"], ["github.com"]),
+    (["*"], ["127.0.0.1"], []),  # `*` is names only: an address is not narrower than it
+    (["github.com"], ["*"], ["github.com"]),
+    ([], ["pypi.org"], []),
+]
+
+
+@pytest.mark.parametrize("user,workspace,kept", NARROWED)
+def test_a_workspace_list_keeps_only_what_both_allow(user, workspace, kept):
+    assert sorted(narrower_list(user, workspace)) == sorted(kept)
+
+
+@pytest.mark.parametrize("entry", ["*.*.com", "ex*ample.com", "*example.com", "pypi.org:0", "pypi.org:70000", "a b"])
+def test_bad_entries_are_refused(entry):
+    with pytest.raises(InvalidHost):
+        DomainEntry.parse(entry)
