@@ -14,8 +14,11 @@ path), so nothing in the workspace or the environment can stand in for a module 
 
 import array
 import os
-import socket
 import sys
+
+# The C module itself: `socket` would also import enum, selectors and io (milliseconds on every
+# command, for nothing the stage uses).
+import _socket
 
 PLACEHOLDER = "@CODEBELT_PROXY_PORT@"
 
@@ -25,12 +28,12 @@ def main() -> None:
     if sep != "--" or not argv:
         sys.exit("codebelt network stage: bad arguments")
     try:
-        channel = socket.socket(fileno=int(fd))
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        channel = _socket.socket(fileno=int(fd))
+        listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
         listener.bind(("127.0.0.1", 0))
         listener.listen(128)
         port = listener.getsockname()[1]
-        channel.sendmsg([b"L"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [listener.fileno()]))])
+        channel.sendmsg([b"L"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, array.array("i", [listener.fileno()]))])
         channel.close()
         listener.close()
     except OSError as e:  # the command still runs: without a way out, it simply has no network
@@ -41,7 +44,7 @@ def main() -> None:
         value = os.environ.get(name)
         if value:
             os.environ[name] = value.replace(PLACEHOLDER, str(port))
-    os.execv(argv[0], argv)
+    os.execvp(argv[0], argv)
 
 
 if __name__ == "__main__":  # `python -c` runs it as __main__; importing it runs nothing
