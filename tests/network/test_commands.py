@@ -295,3 +295,30 @@ def test_codebelt_audit_lists_the_connections(session_with, http_server, tmp_pat
     assert main(["audit", "--network", "--errors", "--json", "--db", str(tmp_path / "audit.db")]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["host"] for r in rows] == ["denied.test"] and rows[0]["session_id"] == s.id
+
+
+@pytest.mark.parametrize("how", ["connect", "socks5h"])
+def test_a_tunnel_carries_only_the_name_it_was_opened_for(how, session_with, https_server, pki, tmp_path):
+    """curl --connect-to opens the tunnel to an allowed name and sends another name inside it
+    (TLS server name): the way to reach any site sharing a CDN with an allowed one. Refused."""
+    s = session_with(ALLOW)
+    port = https_server.port
+    proxy = '-x "$ALL_PROXY"' if how == "socks5h" else ""
+    r = bash(s, f"{CURL} {proxy} --cacert {pki.ca} --connect-to other.test:{port}:allowed.test:{port} "
+                f"https://other.test:{port}/hello")
+    assert "hello over https" not in r.text and https_server.requests == []
+    assert "the TLS server name (SNI) names other.test" in r.data["sandboxNote"], r.text
+    row = connections(tmp_path, s)[-1]
+    assert row["host"] == "allowed.test" and row["decision"] == "denied" and "other.test" in row["reason"]
+
+
+def test_plain_http_carries_only_the_name_it_was_sent_to(session_with, http_server):
+    s = session_with(ALLOW)
+    # inside a CONNECT tunnel: refused
+    r = bash(s, f'{CURL} -p -H "Host: other.test" {http_server.url("allowed.test", "/hello")}')
+    assert "hello over http" not in r.text and http_server.requests == []
+    assert "the HTTP Host header names other.test" in r.data["sandboxNote"], r.text
+    # through the forwarding proxy: the request goes out with the URL's own Host
+    r = bash(s, f'{CURL} -H "Host: other.test" {http_server.url("allowed.test", "/hello")}')
+    assert "hello over http" in r.text
+    assert http_server.requests == [(f"allowed.test:{http_server.port}", "/hello")]

@@ -28,9 +28,9 @@ ASK_KEY = "sandbox.network.askForNewDomains"
 class Limits:
     """Per-session bounds of the proxy (and WebFetch, which shares them)."""
 
-    max_connections: int = 2_000  # connections opened in the session, allowed or not counted once each
+    max_connections: int = 10_000  # connections opened in the session, allowed or not
     max_concurrent: int = 256  # open at once
-    max_bytes: int = 4 << 30  # both directions, all connections of the session
+    max_bytes: int = 16 << 30  # both directions, all connections of the session
     max_connection_seconds: float = 1_800.0  # one connection's lifetime
     ask_timeout_seconds: float = 120.0  # how long a connection waits for a person's answer
     connect_timeout_seconds: float = 30.0

@@ -27,17 +27,22 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from . import sniff
 from .gate import Asker, Gate, Ticket
 from .policy import Verdict
 
 READ_CHUNK = 65_536
 MAX_HEADER = 65_536
 SOCKS_NOT_ALLOWED, SOCKS_UNREACHABLE, SOCKS_REFUSED, SOCKS_UNSUPPORTED, SOCKS_BAD_ADDRESS = 2, 4, 5, 7, 8
-_HOP_HEADERS = ("proxy-connection", "proxy-authorization", "connection", "keep-alive")
+_HOP_HEADERS = ("proxy-connection", "proxy-authorization", "connection", "keep-alive", "host")
 
 
 class _LimitReached(Exception):
     pass
+
+
+class _Refused(Exception):
+    """The tunnel's contents name another host than the one it was opened for."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,12 @@ class Attachment:
                     self._allowed.append(v.host)
             elif not any(d.host == v.host and d.port == v.port for d in self._denials) and len(self._denials) < 50:
                 self._denials.append(Denial(v.host, v.port, v.reason, v.setting))
+
+    def _refused_inside(self, ticket: Ticket, reason: str) -> None:
+        v = ticket.verdict
+        with self._lock:
+            if len(self._denials) < 50:
+                self._denials.append(Denial(v.host, v.port, reason, None))
 
     def close(self) -> None:
         """The command ended: no more connections from its sandbox."""
@@ -291,8 +302,31 @@ class Proxy:
         return "; ".join(errors) or "no address"
 
     async def _pipe(self, ticket: Ticket, client: tuple[asyncio.StreamReader, asyncio.StreamWriter],
-                    upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> None:
+                    upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter], att: Attachment | None = None,
+                    tunnel: bool = False) -> None:
+        """Copy both ways until both ends are done. A tunnel's first client bytes must name the
+        host it was opened for (sniff.py) before any of them is sent on."""
+        async def first_flight(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            seen = b""
+            while True:
+                data = await src.read(READ_CHUNK)
+                if not data:
+                    break
+                seen += data
+                done, why = sniff.check(seen, ticket.verdict.host)
+                if why is not None:
+                    raise _Refused(why)
+                if done:
+                    break
+            if seen:
+                if not ticket.add(up=len(seen)):
+                    raise _LimitReached()
+                dst.write(seen)
+                await dst.drain()
+
         async def copy(src: asyncio.StreamReader, dst: asyncio.StreamWriter, up: bool) -> None:
+            if up and tunnel and not ticket.verdict.address:
+                await first_flight(src, dst)
             while True:
                 data = await src.read(READ_CHUNK)
                 if not data:
@@ -311,6 +345,11 @@ class Proxy:
         try:
             await asyncio.wait_for(asyncio.gather(copy(client[0], upstream[1], True), copy(upstream[0], client[1], False)),
                                    max(0.0, ticket.deadline() - time.monotonic()))
+        except _Refused as e:
+            error = f"refused: {e}"
+            ticket.record.decision, ticket.record.reason = "denied", str(e)
+            if att is not None:
+                att._refused_inside(ticket, str(e))
         except _LimitReached:
             error = f"stopped: the session passed sandbox.network.maxMB ({self.gate.policy.limits.max_bytes >> 20} MB)"
         except asyncio.TimeoutError:
@@ -356,7 +395,7 @@ class Proxy:
                 return
             writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
             await writer.drain()
-            await self._pipe(ticket, (reader, writer), upstream)
+            await self._pipe(ticket, (reader, writer), upstream, att, tunnel=True)
             return
         url = urlsplit(target)
         if url.scheme.lower() != "http" or not url.netloc:
@@ -385,8 +424,10 @@ class Proxy:
         if url.query:
             path += "?" + url.query
         kept = [h for h in header_lines if h and h.split(":", 1)[0].strip().lower() not in _HOP_HEADERS]
-        # one request per upstream connection: a reused client connection cannot reach another host
-        request = "\r\n".join([f"{method} {path} {version}", *kept, "Connection: close", "", ""])
+        # The Host header is the URL's (a server hosting many names routes by it), and one request
+        # per upstream connection: a reused client connection cannot reach another host.
+        authority = url.netloc.rsplit("@", 1)[-1]
+        request = "\r\n".join([f"{method} {path} {version}", f"Host: {authority}", *kept, "Connection: close", "", ""])
         upstream[1].write(request.encode("latin-1"))
         ticket.add(up=len(request))
         await self._pipe(ticket, (reader, writer), upstream)
@@ -434,7 +475,7 @@ class Proxy:
             await _socks_reply(writer, SOCKS_REFUSED if "refused" in upstream.lower() else SOCKS_UNREACHABLE)
             return
         await _socks_reply(writer, 0)
-        await self._pipe(ticket, (reader, writer), upstream)
+        await self._pipe(ticket, (reader, writer), upstream, att, tunnel=True)
 
 
 def _authority(target: str) -> tuple[str | None, int]:

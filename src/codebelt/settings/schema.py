@@ -103,9 +103,9 @@ class NetworkSettings(Section):
         "neither list is wanted, once per name per session; the connection waits for the answer.", workspace=OFF)
     ask_timeout_seconds: int = setting(120, "How long a connection waits for that answer before it is refused.",
                                        gt=0, le=3600, workspace=LOWER)
-    max_connections: int = setting(2_000, "Most connections a session's commands and WebFetch may open.", gt=0,
+    max_connections: int = setting(10_000, "Most connections a session's commands and WebFetch may open.", gt=0,
                                    workspace=LOWER)
-    max_mb: int = setting(4_096, "Most data a session's connections may move, both directions, in MB.", gt=0,
+    max_mb: int = setting(16_384, "Most data a session's connections may move, both directions, in MB.", gt=0,
                           alias="maxMB", workspace=LOWER)
     max_connection_seconds: int = setting(1_800, "Longest a single connection may stay open, in seconds.", gt=0,
                                           workspace=LOWER)

@@ -1,0 +1,174 @@
+"""What name the first bytes a client sends through a tunnel are really for.
+
+A CONNECT (or SOCKS5) tunnel is decided by the host it names; what travels inside is the
+client's own. Servers that host many names — every CDN — route a connection by the name inside
+it: the TLS ClientHello's server name (SNI), or a plain HTTP request's Host header. A client that
+tunnels to an allowed name and then asks for another inside would reach any site on the same
+CDN. So the first flight of the client is read (never changed, never decrypted: the ClientHello
+is plaintext) and must name the host the tunnel was decided for:
+
+- a TLS ClientHello: its server name must be the tunnel's host (none: the server's default);
+  one carrying Encrypted Client Hello, whose real server name is hidden, is refused;
+- a plain HTTP request: its Host header must be the tunnel's host;
+- HTTP/2 with prior knowledge (its names are compressed): refused;
+- anything else (ssh, a database protocol): no name to check.
+
+What stays open: inside TLS, after the handshake, a Host header naming another site ("domain
+fronting") is beyond sight without interception; CDNs have mostly stopped honouring it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..domains import InvalidHost, canonical_host
+
+MAX_FLIGHT = 65_536
+TLS_HANDSHAKE, CLIENT_HELLO = 22, 1
+EXT_SERVER_NAME, EXT_ECH = 0, 0xFE0D
+_HTTP_REQUEST = re.compile(rb"^[A-Z][A-Z-]{1,15} \S+ HTTP/1\.[01]\r?\n")
+H2_PREFACE = b"PRI * HTTP/2.0\r\n"
+
+
+class Malformed(ValueError):
+    pass
+
+
+def _u16(data: bytes, at: int) -> int:
+    if at + 2 > len(data):
+        raise Malformed("truncated")
+    return int.from_bytes(data[at:at + 2], "big")
+
+
+def _client_hello_name(body: bytes) -> tuple[str | None, bool]:
+    """(server name, whether Encrypted Client Hello is offered) of a ClientHello's body."""
+    at = 2 + 32  # legacy version, random
+    if at >= len(body):
+        raise Malformed("truncated ClientHello")
+    at += 1 + body[at]  # session id
+    at += 2 + _u16(body, at)  # cipher suites
+    if at >= len(body):
+        raise Malformed("truncated ClientHello")
+    at += 1 + body[at]  # compression methods
+    if at == len(body):
+        return None, False  # no extensions
+    end = at + 2 + _u16(body, at)
+    at += 2
+    if end > len(body):
+        raise Malformed("extensions overrun the ClientHello")
+    name, ech = None, False
+    while at + 4 <= end:
+        kind, length = _u16(body, at), _u16(body, at + 2)
+        value = body[at + 4:at + 4 + length]
+        if len(value) != length:
+            raise Malformed("truncated extension")
+        if kind == EXT_ECH:
+            ech = True
+        elif kind == EXT_SERVER_NAME:
+            if name is not None:
+                raise Malformed("two server_name extensions")
+            listed = value[2:2 + _u16(value, 0)]
+            i = 0
+            while i + 3 <= len(listed):
+                name_type, name_len = listed[i], _u16(listed, i + 1)
+                raw = listed[i + 3:i + 3 + name_len]
+                if name_type == 0:
+                    if name is not None:
+                        raise Malformed("two host names in server_name")
+                    try:
+                        name = raw.decode("ascii")
+                    except UnicodeDecodeError:
+                        raise Malformed("a server name that is not ASCII") from None
+                i += 3 + name_len
+        at += 4 + length
+    return name, ech
+
+
+def tls_client_hello(data: bytes) -> tuple[bool, str | None, bool]:
+    """(complete, server name, ECH offered) from the start of a TLS stream. Raises Malformed."""
+    handshake = b""
+    at = 0
+    while at + 5 <= len(data):
+        if data[at] != TLS_HANDSHAKE:
+            raise Malformed("a record other than the handshake before the ClientHello ended")
+        length = _u16(data, at + 3)
+        fragment = data[at + 5:at + 5 + length]
+        if len(fragment) < length:
+            return False, None, False
+        handshake += fragment
+        at += 5 + length
+        if len(handshake) >= 4:
+            if handshake[0] != CLIENT_HELLO:
+                raise Malformed("the first handshake message is not a ClientHello")
+            size = int.from_bytes(handshake[1:4], "big")
+            if len(handshake) >= 4 + size:
+                name, ech = _client_hello_name(handshake[4:4 + size])
+                return True, name, ech
+    return False, None, False
+
+
+def http_host(data: bytes) -> tuple[bool, str | None]:
+    """(complete, Host header without port) of a plain HTTP request's head."""
+    end = data.find(b"\r\n\r\n")
+    if end < 0:
+        return False, None
+    host = None
+    for line in data[:end].split(b"\r\n")[1:]:
+        key, _, value = line.partition(b":")
+        if key.strip().lower() == b"host":
+            if host is not None:
+                raise Malformed("two Host headers")
+            host = value.strip().decode("latin-1")
+    if host and host.startswith("["):
+        host = host[1:host.find("]")] if "]" in host else host
+    elif host and host.count(":") == 1:
+        host = host.rsplit(":", 1)[0]
+    return True, host
+
+
+def kind_of(data: bytes) -> str:
+    if data[:1] == bytes([TLS_HANDSHAKE]):
+        return "tls"
+    if data.startswith(H2_PREFACE[: len(data)]) and len(data) >= 3:
+        return "h2"
+    if _HTTP_REQUEST.match(data) or (len(data) < 24 and re.match(rb"^[A-Z][A-Z-]{0,15}( |$)", data)):
+        return "http"
+    return "other"
+
+
+def check(data: bytes, host: str) -> tuple[bool, str | None]:
+    """Whether the client's first bytes so far decide (done) and, when they refuse the tunnel,
+    why. `host` is the tunnel's canonical host."""
+    kind = kind_of(data)
+    try:
+        if kind == "tls":
+            done, name, ech = tls_client_hello(data)
+            if not done:
+                return (len(data) >= MAX_FLIGHT, "a TLS ClientHello longer than 64 kB" if len(data) >= MAX_FLIGHT else None)
+            if ech:
+                return True, "the TLS ClientHello hides its server name (Encrypted Client Hello)"
+            return True, _differs(name, host, "the TLS server name (SNI)")
+        if kind == "h2":
+            if len(data) < len(H2_PREFACE):
+                return False, None
+            return True, "HTTP/2 with prior knowledge: its names cannot be checked"
+        if kind == "http":
+            done, name = http_host(data)
+            if not done:
+                return (len(data) >= MAX_FLIGHT, "an HTTP request head longer than 64 kB" if len(data) >= MAX_FLIGHT else None)
+            return True, _differs(name, host, "the HTTP Host header")
+    except Malformed as e:
+        return True, f"a malformed {kind.upper()} start ({e})"
+    return True, None
+
+
+def _differs(name: str | None, host: str, what: str) -> str | None:
+    if not name:
+        return None
+    try:
+        canonical = canonical_host(name)
+    except InvalidHost:
+        return f"{what} {name[:100]!r} is not a host name"
+    if canonical != host:
+        return f"{what} names {canonical}, not {host}, the host the tunnel was opened for"
+    return None
