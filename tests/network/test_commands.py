@@ -322,3 +322,85 @@ def test_plain_http_carries_only_the_name_it_was_sent_to(session_with, http_serv
     r = bash(s, f'{CURL} -H "Host: other.test" {http_server.url("allowed.test", "/hello")}')
     assert "hello over http" in r.text
     assert http_server.requests == [(f"allowed.test:{http_server.port}", "/hello")]
+
+
+SMUGGLE = textwrap.dedent("""
+    import os, socket, sys
+    host, port = os.environ["HTTP_PROXY"].rsplit("/", 1)[-1].rsplit(":", 1)
+    target = sys.argv[1]
+    requests = {
+        "pipelined": (f"GET http://{target}/hello HTTP/1.1\\r\\nHost: {target}\\r\\nContent-Length: 0\\r\\n\\r\\n"
+                      f"GET /second HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n"),
+        "bare-lf": f"GET http://{target}/hello HTTP/1.1\\r\\nX-A: 1\\nHost: other.test\\r\\n\\r\\n",
+        "chunked": f"POST http://{target}/hello HTTP/1.1\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n0\\r\\n\\r\\n",
+    }
+    for name, raw in requests.items():
+        s = socket.create_connection((host, int(port)), timeout=10)
+        s.sendall(raw.encode())
+        answer = b""
+        while True:
+            data = s.recv(65536)
+            if not data:
+                break
+            answer += data
+        print(name, answer.split(b"\\r\\n")[0].decode(), answer.count(b"hello over http"))
+""")
+
+
+@pytest.fixture
+def raw_server():
+    """A server that answers the first request head, then keeps reading for a moment: it records
+    every byte it was sent, pipelined ones included (which http.server would not read)."""
+    import socket
+    import threading
+
+    sock = socket.create_server(("127.0.0.1", 0))
+    received: list[bytes] = []
+    stop = threading.Event()
+
+    def serve():
+        sock.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(0.5)
+                data = b""
+                try:
+                    while b"\r\n\r\n" not in data:
+                        chunk = conn.recv(65536)
+                        if not chunk:
+                            break
+                        data += chunk
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 15\r\n\r\nhello over http")
+                    while True:
+                        chunk = conn.recv(65536)
+                        if not chunk:
+                            break
+                        data += chunk
+                except OSError:
+                    pass
+                received.append(data)
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    yield sock.getsockname()[1], received
+    stop.set()
+    t.join(2)
+    sock.close()
+
+
+def test_a_forwarded_request_carries_nothing_for_another_host(session_with, raw_server, tmp_path):
+    """Behind a forwarded plain-HTTP request, a second one pipelined for another host is never
+    sent on (a server hosting many names would answer it); headers split by a bare LF, and chunked
+    bodies (whose end the proxy would have to parse), are refused."""
+    port, received = raw_server
+    s = session_with(ALLOW)
+    (tmp_path / "smuggle.py").write_text(SMUGGLE)
+    r = bash(s, f"{PYTHON} {tmp_path / 'smuggle.py'} allowed.test:{port}")
+    assert "pipelined HTTP/1.1 200 OK 1" in r.text, r.text
+    assert "bare-lf HTTP/1.1 400" in r.text and "chunked HTTP/1.1 501" in r.text, r.text
+    assert len(received) == 1 and received[0].startswith(b"GET /hello HTTP/1.1\r\nHost: allowed.test:")
+    assert b"/second" not in received[0] and b"other.test" not in received[0]

@@ -143,7 +143,8 @@ def _get(ticket: Ticket, host: str, port: int, parts, context: ssl.SSLContext, d
         path += "?" + parts.query
     try:
         conn.putrequest("GET", path, skip_host=True, skip_accept_encoding=True)
-        conn.putheader("Host", parts.netloc.rsplit("@", 1)[-1])
+        name = f"[{ticket.verdict.host}]" if ":" in ticket.verdict.host else ticket.verdict.host
+        conn.putheader("Host", name if port == 443 else f"{name}:{port}")
         conn.putheader("User-Agent", USER_AGENT)
         conn.putheader("Accept", ACCEPT)
         conn.putheader("Accept-Encoding", "gzip, deflate")

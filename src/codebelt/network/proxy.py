@@ -33,6 +33,7 @@ from .policy import Verdict
 
 READ_CHUNK = 65_536
 MAX_HEADER = 65_536
+MAX_PER_COMMAND = 512  # connections one command may hold open to the proxy, decided or not
 SOCKS_NOT_ALLOWED, SOCKS_UNREACHABLE, SOCKS_REFUSED, SOCKS_UNSUPPORTED, SOCKS_BAD_ADDRESS = 2, 4, 5, 7, 8
 _HOP_HEADERS = ("proxy-connection", "proxy-authorization", "connection", "keep-alive", "host")
 
@@ -261,6 +262,9 @@ class Proxy:
 
     # -- one connection --------------------------------------------------------------------------------
     async def _handle(self, att: Attachment, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(att._writers) >= MAX_PER_COMMAND:  # before any decision: idle connections cost descriptors too
+            writer.close()
+            return
         att._writers.add(writer)
         try:
             limits = self.gate.policy.limits
@@ -303,7 +307,7 @@ class Proxy:
 
     async def _pipe(self, ticket: Ticket, client: tuple[asyncio.StreamReader, asyncio.StreamWriter],
                     upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter], att: Attachment | None = None,
-                    tunnel: bool = False) -> None:
+                    tunnel: bool = False, up_limit: int | None = None) -> None:
         """Copy both ways until both ends are done. A tunnel's first client bytes must name the
         host it was opened for (sniff.py) before any of them is sent on."""
         async def first_flight(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
@@ -327,15 +331,18 @@ class Proxy:
         async def copy(src: asyncio.StreamReader, dst: asyncio.StreamWriter, up: bool) -> None:
             if up and tunnel and not ticket.verdict.address:
                 await first_flight(src, dst)
-            while True:
-                data = await src.read(READ_CHUNK)
+            left = up_limit if up else None
+            while left is None or left > 0:
+                data = await src.read(READ_CHUNK if left is None else min(READ_CHUNK, left))
                 if not data:
                     break
+                if left is not None:
+                    left -= len(data)
                 if not ticket.add(up=len(data) if up else 0, down=0 if up else len(data)):
                     raise _LimitReached()
                 dst.write(data)
                 await dst.drain()
-            if dst.can_write_eof():
+            if left is None and dst.can_write_eof():  # the sender is done: tell the other end
                 try:
                     dst.write_eof()
                 except OSError:
@@ -372,6 +379,12 @@ class Proxy:
             return
         head = (first + rest).decode("latin-1")
         request_line, *header_lines = head[:-4].split("\r\n")
+        if any(ch in line for line in (request_line, *header_lines) for ch in "\r\n\x00") or any(
+                line[:1] in (" ", "\t") for line in header_lines):
+            # a bare CR or LF (or a folded line) splits headers differently for the server than
+            # for us: a second Host header could hide in what we took for one
+            await _http_error(writer, 400, "Bad Request", "header lines must end in CRLF, without folding")
+            return
         parts = request_line.split(" ")
         if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
             await _http_error(writer, 400, "Bad Request", "this is codebelt's network proxy: send CONNECT host:port, "
@@ -410,6 +423,14 @@ class Proxy:
         if not host:
             await _http_error(writer, 400, "Bad Request", f"no host in {target[:200]!r}")
             return
+        names = [h.split(":", 1)[0].strip().lower() for h in header_lines if h]
+        lengths = {h.split(":", 1)[1].strip() for h in header_lines if ":" in h
+                   and h.split(":", 1)[0].strip().lower() == "content-length"}
+        if "transfer-encoding" in names or len(lengths) > 1 or any(not v.isdigit() for v in lengths):
+            await _http_error(writer, 501, "Not Implemented", "plain-HTTP requests through codebelt's proxy carry a "
+                              "body only with one Content-Length (no chunked bodies); use https")
+            return
+        body = int(next(iter(lengths))) if lengths else 0
         ticket = await self._decide(att, host, port, "http")
         if not ticket.allowed:
             await _http_denied(writer, ticket.verdict)
@@ -430,7 +451,9 @@ class Proxy:
         request = "\r\n".join([f"{method} {path} {version}", f"Host: {authority}", *kept, "Connection: close", "", ""])
         upstream[1].write(request.encode("latin-1"))
         ticket.add(up=len(request))
-        await self._pipe(ticket, (reader, writer), upstream)
+        # exactly this request's body goes on, nothing after it: a second request pipelined behind
+        # it could name another host to a server that hosts many
+        await self._pipe(ticket, (reader, writer), upstream, att, up_limit=body)
 
     # -- SOCKS5 -----------------------------------------------------------------------------------------
     async def _socks5(self, att: Attachment, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
