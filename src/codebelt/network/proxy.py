@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import os
 import socket
 import struct
 import threading
@@ -233,21 +234,30 @@ class Proxy:
         assert loop is not None
         fds: list[int] = []
         try:
-            msg, ancdata, _flags, _addr = att._parent.recvmsg(16, socket.CMSG_SPACE(4 * 4))
+            _msg, ancdata, _flags, _addr = att._parent.recvmsg(16, socket.CMSG_SPACE(4 * 4))
             for level, kind, data in ancdata:
                 if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                     fds += list(struct.unpack(f"{len(data) // 4}i", data[: len(data) - len(data) % 4]))
         except BlockingIOError:
             return
         except OSError:
-            msg = b""
+            pass
         loop.remove_reader(att._parent.fileno())
+        for extra in fds[1:]:
+            os.close(extra)
         if not fds:
             return  # the stage ended without a listener (it said why on the command's stderr)
-        for extra in fds[1:]:
-            socket.socket(fileno=extra).close()
-        listener = socket.socket(fileno=fds[0])
-        if att._closed or listener.type != socket.SOCK_STREAM or listener.family not in (socket.AF_INET, socket.AF_INET6):
+        try:
+            listener = socket.socket(fileno=fds[0])
+        except OSError:  # not a socket at all
+            os.close(fds[0])
+            return
+        try:
+            usable = (listener.type == socket.SOCK_STREAM and listener.family in (socket.AF_INET, socket.AF_INET6)
+                      and listener.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) == 1)
+        except OSError:
+            usable = False
+        if att._closed or not usable:
             listener.close()
             return
         loop.create_task(self._serve_listener(att, listener))
