@@ -21,6 +21,8 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
+import idna
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 _ASCII_LABEL = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
@@ -91,8 +93,6 @@ def canonical_name(host: str) -> str:
         raise InvalidHost(f"{host!r} holds characters no host name has")
     if not text.isascii():
         try:
-            import idna
-
             text = idna.encode(text, uts46=True, transitional=False).decode("ascii")
         except (idna.IDNAError, UnicodeError) as e:
             raise InvalidHost(f"{host!r} is not a valid international name ({e})") from None

@@ -28,9 +28,9 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from . import sniff
 from .gate import Asker, Gate, Ticket
 from .policy import Verdict
+from .sniff import check as first_bytes_name
 
 READ_CHUNK = 65_536
 MAX_HEADER = 65_536
@@ -327,7 +327,7 @@ class Proxy:
                 if not data:
                     break
                 seen += data
-                done, why = sniff.check(seen, ticket.verdict.host)
+                done, why = first_bytes_name(seen, ticket.verdict.host)
                 if why is not None:
                     raise _Refused(why)
                 if done:
@@ -429,7 +429,7 @@ class Proxy:
         try:
             host, port = url.hostname, url.port or 80
         except ValueError:
-            host = None
+            host, port = None, 0
         if not host:
             await _http_error(writer, 400, "Bad Request", f"no host in {target[:200]!r}")
             return

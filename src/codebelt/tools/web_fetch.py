@@ -213,5 +213,6 @@ class WebFetch(Tool):
                 "If that host should be reachable, the user must allow it (sandbox.network.allowedDomains); "
                 "otherwise make a new WebFetch request with an allowed URL.")
         data = WebFetchOutput(bytes=0, code=status, codeText="redirect not followed", result=text,
-                              durationMs=int(fetched.duration_ms), url=fetched.url, finalUrl=location).model_dump()
+                              durationMs=int(fetched.duration_ms), url=fetched.url, finalUrl=location,
+                              truncated=False, savedTo=None).model_dump()
         return ToolResult(text=text, data=data)
