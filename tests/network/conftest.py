@@ -99,8 +99,13 @@ def start_server(routes: dict[str, Route], pki: Pki | None = None, static: Path 
         def log_message(self, *a):
             pass
 
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    srv.daemon_threads = True
+    class Quiet(http.server.ThreadingHTTPServer):
+        daemon_threads = True
+
+        def handle_error(self, request, client_address):  # a client the proxy cut off: expected here
+            pass
+
+    srv = Quiet(("127.0.0.1", 0), Handler)
     if pki is not None:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(pki.cert, pki.key)
