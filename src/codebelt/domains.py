@@ -21,8 +21,6 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-import idna
-
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 _ASCII_LABEL = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
@@ -92,6 +90,8 @@ def canonical_name(host: str) -> str:
     if any(ch.isspace() or ord(ch) < 0x21 or ord(ch) == 0x7F or ch in "/\\@?#%:[]" for ch in text):
         raise InvalidHost(f"{host!r} holds characters no host name has")
     if not text.isascii():
+        import idna  # here: only a name that is not ASCII needs it (every settings load imports this module)
+
         try:
             text = idna.encode(text, uts46=True, transitional=False).decode("ascii")
         except (idna.IDNAError, UnicodeError) as e:

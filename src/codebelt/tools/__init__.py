@@ -42,6 +42,7 @@ INDEX: dict[str, tuple[str, str | None]] = {
     "ApplyPatch": ("apply_patch", "edit"),
     "LSP": ("lsp", "read"),
     "RepoMap": ("repo_map", "read"),
+    "WebFetch": ("web_fetch", None),
 }
 
 
