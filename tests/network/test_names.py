@@ -113,3 +113,44 @@ def test_a_workspace_list_keeps_only_what_both_allow(user, workspace, kept):
 def test_bad_entries_are_refused(entry):
     with pytest.raises(InvalidHost):
         DomainEntry.parse(entry)
+
+
+# (an address a lookup answered, whether it leads inside this machine or its network) — an IPv6
+# address that carries an IPv4 one is judged by that one too
+LOOKED_UP = [
+    ("93.184.215.14", False), ("2606:2800:21f:cb07:6820:80da:af6b:8b2c", False),
+    ("127.0.0.1", True), ("10.0.0.7", True), ("169.254.169.254", True), ("100.100.100.200", True), ("0.0.0.0", True),
+    ("::1", True), ("::", True), ("fe80::1", True), ("fd00:ec2::254", True), ("ff02::1", True),
+    ("::ffff:127.0.0.1", True), ("::ffff:169.254.169.254", True),
+    ("::127.0.0.1", True), ("::a9fe:a9fe", True),  # IPv4-compatible
+    ("::ffff:0:7f00:1", True),  # IPv4-translated (SIIT)
+    ("64:ff9b::7f00:1", True), ("64:ff9b::a9fe:a9fe", True), ("64:ff9b::5db8:d70e", False),  # NAT64
+    ("64:ff9b:1::5db8:d70e", True),  # local-use NAT64: this network's own translator
+    ("2002:7f00:1::", True), ("2002:a9fe:a9fe::1", True), ("2002:5db8:d70e::1", False),  # 6to4
+]
+
+
+@pytest.mark.parametrize("address,inside", LOOKED_UP)
+def test_what_a_lookup_may_lead_to(address, inside):
+    import ipaddress
+
+    from codebelt.network.resolve import is_internal
+
+    assert is_internal(ipaddress.ip_address(address)) == inside
+
+
+@pytest.mark.parametrize("answer", ["64:ff9b::7f00:1", "2002:7f00:1::1", "::127.0.0.1", "::ffff:0:a9fe:a9fe"])
+def test_a_wildcard_name_is_not_led_inside_through_ipv6(answer):
+    """A name matched by `*.example.com` whose DNS answer carries a loopback or link-local IPv4
+    address in an IPv6 one is refused like the IPv4 answer itself."""
+    import ipaddress
+
+    from codebelt.network import Gate, Resolver
+
+    gate = Gate(NetworkPolicy.from_lists(["*.example.com"]),
+                Resolver({"evil.example.com": [ipaddress.ip_address(answer)]}))
+    try:
+        ticket = gate.open("evil.example.com", 443, origin="Bash")
+        assert not ticket.allowed and "not a public address" in ticket.verdict.reason
+    finally:
+        gate.close()

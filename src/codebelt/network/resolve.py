@@ -24,11 +24,39 @@ class ResolveError(OSError):
     """The name has no usable address (or the lookup took too long)."""
 
 
+# IPv6 prefixes that carry an IPv4 address in their last 32 bits, and the translators or
+# tunnels that act on it: NAT64 (RFC 6052), SIIT's IPv4-translated form, IPv4-compatible.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")  # local-use NAT64 (RFC 8215): this network's own
+_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")
+_COMPATIBLE = ipaddress.IPv6Network("::/96")
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one stands for or leads to (mapped, 6to4, Teredo's client, NAT64,
+    IPv4-translated, IPv4-compatible), or None."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address.teredo is not None:
+        return address.teredo[1]
+    if address in _NAT64 or address in _TRANSLATED or (address in _COMPATIBLE and int(address) > 1):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
 def is_internal(address: IPAddress) -> bool:
     """Loopback, private, link-local, shared, reserved, unspecified, multicast: anything that is
-    not a public unicast address somewhere else."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    not a public unicast address somewhere else. An IPv6 address that carries an IPv4 one (a
+    DNS answer of `64:ff9b::7f00:1` or `2002:a9fe:a9fe::`) is judged by that one too: a
+    translator or tunnel on the way delivers to it."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address in _NAT64_LOCAL:
+            return True
+        inner = embedded_ipv4(address)
+        if inner is not None and (not inner.is_global or inner.is_multicast):
+            return True
     return not address.is_global or address.is_multicast
 
 
