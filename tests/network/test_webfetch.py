@@ -56,6 +56,23 @@ def trickle(h):
         time.sleep(0.1)
 
 
+SLOW_HEADERS_ENDED: list[str] = []  # how each slow-headers response ended: "cut off" by the client, or "sent"
+
+
+def slow_headers(h):
+    """A header trickling in a byte at a time (each read gets something long before a read
+    timeout) for 10 s, then the connection ends before the headers do."""
+    try:
+        h.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Slow: ")
+        for _ in range(100):
+            h.wfile.write(b"z")
+            time.sleep(0.1)
+        SLOW_HEADERS_ENDED.append("sent")
+    except OSError:
+        SLOW_HEADERS_ENDED.append("cut off")
+    h.close_connection = True
+
+
 @pytest.fixture
 def server(pki):
     routes = {
@@ -68,6 +85,7 @@ def server(pki):
         "/to-http": redirect("http://other.test:{port}/doc"),
         "/bomb": bomb,
         "/trickle": trickle,
+        "/slow-headers": slow_headers,
     }
     srv, stop = start_server(routes, pki=pki)
     yield srv
@@ -224,3 +242,55 @@ def test_the_time_is_capped(gate, server, trust):
     """The page trickles for 10 s; a 1 s cap ends the fetch with the reason."""
     with pytest.raises(FetchError, match="time limit"):
         fetch(server.url("allowed.test", "/trickle"), gate, limits=FetchLimits(max_seconds=1))
+
+
+def test_slow_headers_are_capped_too(gate, server, trust):
+    """The fetch ends the connection at its limit, while the server is still sending headers."""
+    SLOW_HEADERS_ENDED.clear()
+    with pytest.raises(FetchError, match="time limit"):
+        fetch(server.url("allowed.test", "/slow-headers"), gate, limits=FetchLimits(max_seconds=1))
+    for _ in range(150):
+        if SLOW_HEADERS_ENDED:
+            break
+        time.sleep(0.1)
+    assert SLOW_HEADERS_ENDED == ["cut off"]
+
+
+@pytest.fixture
+def slow_handshake():
+    """A TCP server whose TLS handshake record never ends: its bytes come one at a time, 10 s long."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve():
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            with conn:
+                try:
+                    conn.sendall(b"\x16\x03\x03\x40\x00")  # a handshake record of 16 kB
+                    for _ in range(100):
+                        if stop.is_set():
+                            break
+                        conn.sendall(b"\x02")
+                        time.sleep(0.1)
+                except OSError:
+                    pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    stop.set()
+    thread.join(15)
+    listener.close()
+
+
+def test_a_slow_handshake_is_capped(gate, slow_handshake, trust):
+    with pytest.raises(FetchError, match="time limit"):
+        fetch(f"https://allowed.test:{slow_handshake}/", gate, limits=FetchLimits(max_seconds=1))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import http.client
 import socket
 import ssl
+import threading
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -126,14 +127,68 @@ def _remaining(deadline: float) -> float:
     return left
 
 
+class _Cutoff:
+    """Shuts a connection down at the fetch's deadline, whatever it is waiting in. A socket
+    timeout bounds one read only: a server sending a byte of its handshake or headers now and
+    then would keep TLS and http.client reading far past the limit."""
+
+    def __init__(self, sock: socket.socket, deadline: float):
+        self.sock = sock  # then the TLS socket wrapping it (same descriptor)
+        self.fired = False
+        self._done = False
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:  # never after cancel(): the descriptor may be closed and reused by then
+            if self._done:
+                return
+            self.fired = True
+            try:
+                # the plain socket's shutdown, also for a TLS socket (whose own would first
+                # tear down its TLS state under the reader's feet)
+                socket.socket.shutdown(self.sock, socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def check(self) -> None:
+        if self.fired:
+            raise FetchError("the fetch took longer than its time limit")
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._done = True
+        self._timer.cancel()
+
+
 def _get(ticket: Ticket, host: str, port: int, parts, context: ssl.SSLContext, deadline: float,
          limits: FetchLimits, result: Fetched) -> str | None:
     """One request on a connection to the ticket's addresses; the redirect location, if any."""
     sock = _connect(ticket, port, deadline)
+    cutoff = _Cutoff(sock, deadline)
     try:
-        tls = context.wrap_socket(sock, server_hostname=ticket.verdict.host)
-    except (ssl.SSLError, OSError) as e:
+        return _exchange(ticket, sock, host, port, parts, context, deadline, limits, result, cutoff)
+    except FetchError:
+        cutoff.check()  # a read the cutoff ended: say so, not what the read made of it
+        raise
+    except (OSError, ValueError) as e:  # wrapping a socket the cutoff already shut down
+        cutoff.check()
+        raise FetchError(f"fetching from {host}:{port} failed: {e}") from None
+    finally:
+        cutoff.cancel()
         sock.close()
+
+
+def _exchange(ticket: Ticket, sock: socket.socket, host: str, port: int, parts, context: ssl.SSLContext,
+              deadline: float, limits: FetchLimits, result: Fetched, cutoff: _Cutoff) -> str | None:
+    tls = context.wrap_socket(sock, server_hostname=ticket.verdict.host, do_handshake_on_connect=False)
+    cutoff.sock = tls  # before the handshake, which a slow server can stretch as well
+    try:
+        tls.do_handshake()
+    except (ssl.SSLError, OSError) as e:
+        tls.close()
         ticket.record.error = f"TLS: {e}"
         raise FetchError(f"TLS with {host}:{port} failed: {e}") from None
     conn = http.client.HTTPConnection(host, port, timeout=_remaining(deadline))
@@ -159,6 +214,7 @@ def _get(ticket: Ticket, host: str, port: int, parts, context: ssl.SSLContext, d
         result.charset = _charset(response.getheader("Content-Type") or "")
         result.body, result.truncated = _read_body(response, ticket, deadline, limits,
                                                    (response.getheader("Content-Encoding") or "").lower().strip())
+        cutoff.check()  # a body the cutoff ended looks complete to the reader
         return None
     except (OSError, http.client.HTTPException) as e:
         ticket.record.error = f"{type(e).__name__}: {e}"
@@ -180,7 +236,7 @@ def _connect(ticket: Ticket, port: int, deadline: float) -> socket.socket:
             errors.append(f"{address}: {e.strerror or e}")
             continue
         ticket.connected(str(address))
-        sock.settimeout(_remaining(deadline))
+        sock.settimeout(_remaining(deadline) + 1)  # a backstop: the cutoff (_Cutoff) ends it at the deadline
         return sock
     ticket.record.error = "; ".join(errors)
     raise FetchError(f"could not connect to {ticket.verdict.host}:{port} ({'; '.join(errors) or 'no address'})")
