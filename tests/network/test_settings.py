@@ -29,6 +29,9 @@ CASES = [
       "maxMB": 100}, True),
     (OBJ, {"maxMB": 10, "maxConnections": 5}, {**OBJ, "maxMB": 10, "maxConnections": 5}, False),
     ({"allowedDomains": ["pypi.org"]}, {"askForNewDomains": True}, None, True),
+    ({"allowedDomains": ["pypi.org"], "askTimeoutSeconds": 30}, {"askTimeoutSeconds": 600, "maxConnectionSeconds": 60},
+     {"askTimeoutSeconds": 30, "maxConnectionSeconds": 60}, True),
+    (OBJ, {"deniedDomains": ["*"], "allowedDomains": ["*"]}, {**OBJ, "deniedDomains": ["*"]}, True),
 ]
 
 
@@ -83,3 +86,16 @@ def test_bad_values_stop_the_session_naming_the_key(value, message, tmp_path, mo
     (tmp_path / "ws").mkdir()
     with pytest.raises(SettingsError, match=message.replace("*", r"\*").replace("(", r"\(")):
         load_settings(tmp_path / "ws")
+
+
+def test_every_network_key_says_how_a_workspace_may_narrow_it():
+    """A key added later without a marker would be the user's alone (refused from a workspace);
+    every key there is now has its own rule."""
+    from codebelt.settings.narrowing import narrowing_of
+    from codebelt.settings.schema import NetworkSettings
+
+    kinds = {info.alias or name: getattr(narrowing_of(info), "kind", None)
+             for name, info in NetworkSettings.model_fields.items()}
+    assert kinds == {"allowedDomains": "custom", "deniedDomains": "add", "askForNewDomains": "off",
+                     "askTimeoutSeconds": "lower", "maxConnections": "lower", "maxMB": "lower",
+                     "maxConnectionSeconds": "lower"}

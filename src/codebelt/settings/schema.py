@@ -19,8 +19,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from ..domains import check_entries
-from .narrowing import ADD, ANY, LOWER, LOWER_OR_0, NEVER, OFF, RULES, Narrowing
+from ..domains import check_entries, narrower_list
+from .narrowing import ADD, ANY, LOWER, LOWER_OR_0, NEVER, OFF, RULES, Narrowing, narrowing_of
 
 MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
 # What each mode lets through without asking, least first: dontAsk denies what would ask, plan
@@ -89,13 +89,21 @@ class SandboxFilesystemSettings(Section):
 DomainList = Annotated[list[str], BeforeValidator(_str_list)]
 
 
+def _narrow_allowed(value: list[str], base: list[str]) -> tuple[list[str], str | None]:
+    """A workspace's allowedDomains keeps only what the user's list allows too."""
+    kept = narrower_list(base, value)
+    dropped = sorted(set(value) - set(kept))
+    return kept, (f"allowedDomains {dropped} (not allowed by the user's settings)" if dropped else None)
+
+
 class NetworkSettings(Section):
     """`sandbox.network` as an object (Claude Code's shape): commands reach only these domains,
     through codebelt's proxy; WebFetch obeys the same lists."""
 
     allowed_domains: DomainList = setting(
         [], "Names sandboxed commands and WebFetch may reach: `pypi.org`, `*.example.com` (the names below it), "
-        "`*` (every name), an address, each optionally with `:port`. Only the user's settings add domains.")
+        "`*` (every name), an address, each optionally with `:port`. Only the user's settings add domains.",
+        workspace=Narrowing("custom", custom=_narrow_allowed))
     denied_domains: DomainList = setting(
         [], "Names never reached, whatever allowedDomains says (same forms).", workspace=ADD)
     ask_for_new_domains: bool = setting(
@@ -117,12 +125,11 @@ class NetworkSettings(Section):
 
 
 def _narrow_network(value: Any, base: Any) -> tuple[Any, str | None]:
-    """What an untrusted workspace's `sandbox.network` amounts to over the user's: it may turn
-    the network off, deny more names, stop asking, lower the limits, and keep only some of the
-    allowed names; never widen. `true` (every connection, no proxy) counts as `{"allowedDomains":
-    ["*"]}` here, which anything proxied narrows; `false` as nothing allowed."""
-    from ..domains import narrower_list
-
+    """What an untrusted workspace's `sandbox.network` amounts to over the user's: each key as its
+    field's marker says (allowedDomains: only what both lists allow; deniedDomains: added; asking:
+    only off; limits: only lower); a key without one is the user's. `true` (every connection, no
+    proxy) counts as `{"allowedDomains": ["*"]}` here, which anything proxied narrows; `false` as
+    nothing allowed."""
     if value is False or value == base:
         return value, None
     if value is True:
@@ -132,24 +139,22 @@ def _narrow_network(value: Any, base: Any) -> tuple[Any, str | None]:
         return False, ("sandbox.network allows no connection; a workspace may not allow or ask for domains"
                        if wider else None)
     mine = (NetworkSettings(allowed_domains=["*"]) if base is True else base).model_dump(by_alias=True)
+    fields = {info.alias or name: info for name, info in NetworkSettings.model_fields.items()}
     out = dict(mine)
     refused = []
     for key, given in value.items():
-        if key == "allowedDomains":
-            kept = narrower_list(mine.get("allowedDomains", []), given)
-            if set(given) - set(kept):
-                refused.append(f"allowedDomains {sorted(set(given) - set(kept))} (not allowed by the user's settings)")
-            out[key] = kept
-        elif key == "deniedDomains":
-            out[key] = [*mine.get(key, []), *(d for d in given if d not in mine.get(key, []))]
-        elif key == "askForNewDomains":
-            out[key], wider = OFF.narrow(given, mine.get(key, False))
-            if wider:
-                refused.append("askForNewDomains=true")
-        else:
-            out[key], wider = LOWER.narrow(given, mine.get(key))
-            if wider:
-                refused.append(f"{key}={given} (above {mine.get(key)})")
+        how = narrowing_of(fields[key]) if key in fields else None
+        if how is None or how.kind == "never":
+            refused.append(f"{key} (only the user's settings set it)")
+            continue
+        if how.kind == "custom" and how.custom is not None:
+            out[key], why = how.custom(given, mine.get(key))
+            if why:
+                refused.append(why)
+            continue
+        out[key], wider = how.narrow(given, mine.get(key))
+        if wider:
+            refused.append(f"{key}=true" if how.kind == "off" else f"{key}={given} (above {mine.get(key)})")
     why = (f"sandbox.network: a workspace may only narrow the network; not taken: {'; '.join(refused)}"
            if refused else None)
     return out, why
