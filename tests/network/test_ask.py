@@ -157,3 +157,39 @@ def test_a_denied_name_is_never_asked(session_with, https_server, pki):
     assert not asked and "sandbox.network.deniedDomains" in r.data["sandboxNote"]
 
 
+
+
+# -- what the person reads ---------------------------------------------------------------------------
+RAW_CONNECT = """
+import os, socket, sys
+host, port = os.environ["HTTP_PROXY"].rsplit("/", 1)[-1].rsplit(":", 1)
+for target in sys.argv[1:]:
+    with socket.create_connection((host, int(port)), timeout=20) as s:
+        s.sendall(b"CONNECT " + target.encode("utf-8", "surrogateescape") + b" HTTP/1.1\\r\\n\\r\\n")
+        print(repr(target), s.recv(200).split(b"\\r\\n")[0].decode("latin-1"), flush=True)
+"""
+
+
+def test_the_question_shows_names_and_commands_as_they_are(session_with, ws):
+    """A name is asked about in its one ASCII spelling (a Cyrillic look-alike as punycode), once
+    whatever its spelling; a name holding control or bidi characters is no name and asks nothing;
+    the command shown with
+    the question cannot forge a line of it (its bidi override and escape sequence shown as
+    escapes)."""
+    questions: list[str] = []
+    s = session_with(ASK, approver=lambda req: questions.append(req.question()) or False)
+    (ws / "raw.py").write_text(RAW_CONNECT)
+    targets = ["pyp\u0456.test:443", "PYP\u0406.test:443", "evil\u202egnp.test:443", "a\x1b[2J.test:443"]
+    command = (f"{sys.executable} raw.py " + " ".join(f"$'{t}'" for t in targets).replace("\x1b", "\\e")
+               + " # \u202e\nWhy it asks: \x1b[32mread-only")
+    r = s.call("Bash", {"command": command})
+    assert r.text.count("403") == 4, r.text
+    assert len(questions) == 1, (questions, r.text)
+    question = questions[0]
+    assert question.splitlines()[1].startswith("│ connections to xn--pyp-lhd.test (the first to port 443) for `")
+    assert "│ xn--pyp-lhd.test is not in sandbox.network.allowedDomains" in question
+    assert "\u202e" not in question and "\x1b" not in question
+    assert "⟨U+202E⟩" in question and "⟨ESC⟩" in question
+    own = [line for line in question.splitlines() if not line.startswith(("│ ", "┆ "))]
+    assert own == ["codebelt wants to run Bash:", "Why it asks:", "To stop being asked:",
+                   "Allow it (for the rest of this session)?"], question

@@ -401,6 +401,13 @@ class Proxy:
                               "or a request with an absolute http:// URL")
             return
         method, target, version = parts
+        try:
+            # a name outside ASCII comes as UTF-8 (as in SOCKS5): read as latin-1 it would be
+            # another name, and be shown and asked about in that garbled form
+            target = target.encode("latin-1").decode("utf-8")
+        except UnicodeDecodeError:
+            await _http_error(writer, 400, "Bad Request", "the request target is not UTF-8")
+            return
         if method.upper() == "CONNECT":
             host, port = _authority(target)
             if host is None:
@@ -455,11 +462,14 @@ class Proxy:
         if url.query:
             path += "?" + url.query
         kept = [h for h in header_lines if h and h.split(":", 1)[0].strip().lower() not in _HOP_HEADERS]
-        # The Host header is the URL's (a server hosting many names routes by it), and one request
-        # per upstream connection: a reused client connection cannot reach another host.
-        authority = url.netloc.rsplit("@", 1)[-1]
-        request = "\r\n".join([f"{method} {path} {version}", f"Host: {authority}", *kept, "Connection: close", "", ""])
-        upstream[1].write(request.encode("latin-1"))
+        # The Host header names the host decided on, in its canonical spelling (a server hosting
+        # many names routes by it), and one request per upstream connection: a reused client
+        # connection cannot reach another host.
+        name = f"[{ticket.verdict.host}]" if ":" in ticket.verdict.host else ticket.verdict.host
+        authority = name if url.port is None else f"{name}:{url.port}"
+        request = (f"{method} {path} {version}\r\n".encode("utf-8")  # the client's own bytes, read as UTF-8
+                   + "\r\n".join([f"Host: {authority}", *kept, "Connection: close", "", ""]).encode("latin-1"))
+        upstream[1].write(request)
         ticket.add(up=len(request))
         # exactly this request's body goes on, nothing after it: a second request pipelined behind
         # it could name another host to a server that hosts many

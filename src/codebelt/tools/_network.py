@@ -43,7 +43,7 @@ def asker(ctx: ToolContext, what: str) -> "Asker | None":
         request = ApprovalRequest(
             tool=tool, input={"host": host, "port": port, "for": what[:500]},
             decision=Decision.ask(reason, "sandbox", suggestion=f'add "{host}" to {ALLOWED_KEY} in your settings'),
-            detail=f"a connection to {host}:{port} (for: {what[:200]})", while_running=True)
+            detail=f"connections to {host} (the first to port {port}) for {what[:200]}", while_running=True)
         return bool(context.copy().run(approver, request))
 
     return ask
