@@ -90,6 +90,17 @@ def test_reasons_name_the_setting_and_the_entry():
     assert v.setting == "sandbox.network.allowedDomains" and "'*.example.com'" in v.reason and not v.exact
 
 
+@pytest.mark.parametrize("allowed", [["*", "registry.internal"], ["registry.internal", "*"],
+                                     ["*.internal", "registry.internal:443"]])
+def test_a_name_listed_exactly_is_exact_whatever_else_matches(allowed):
+    """The exact entry (which lets a name lead to a private address) wins over a wildcard listed
+    before it; on another port only the wildcard matches."""
+    v = NetworkPolicy.from_lists(allowed).decide("registry.internal", 443)
+    assert v.behavior == "allow" and v.exact and v.entry.startswith("registry.internal")
+    v = NetworkPolicy.from_lists(allowed).decide("registry.internal", 8443)
+    assert v.behavior == "allow" and v.exact == (":443" not in "".join(allowed))
+
+
 # (user's list, workspace's list, what the workspace's amounts to)
 NARROWED = [
     (["*.example.com", "pypi.org"], ["docs.example.com"], ["docs.example.com"]),

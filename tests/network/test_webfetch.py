@@ -83,6 +83,9 @@ def server(pki):
         "/to-other": redirect("https://other.test:{port}/doc"),
         "/to-denied": redirect("https://denied.test:{port}/doc"),
         "/to-http": redirect("http://other.test:{port}/doc"),
+        "/to-metadata": redirect("http://169.254.169.254/latest/meta-data/"),
+        "/to-loopback": redirect("https://0x7f.1:{port}/doc"),
+        "/to-localhost": redirect("https://localhost:{port}/doc"),
         "/bomb": bomb,
         "/trickle": trickle,
         "/slow-headers": slow_headers,
@@ -153,11 +156,38 @@ def test_redirects_are_followed_to_allowed_names_only(session, server):
     ("https://127.0.0.1:{port}/doc", "is an IP address"),
     ("https://0x7f.1:{port}/doc", "is an IP address"),
     ("https://[::1]:{port}/doc", "is an IP address"),
+    # the cloud metadata service, in the spellings a URL parser accepts
+    ("http://169.254.169.254/latest/meta-data/", "is an IP address"),
+    ("https://2852039166/latest/meta-data/", "is an IP address"),
+    ("https://0251.0376.0251.0376/", "is an IP address"),
+    ("https://0xa9.254.0xa9fe/", "is an IP address"),
+    ("https://[::ffff:169.254.169.254]/", "is an IP address"),
+    ("https://[::ffff:a9fe:a9fe]/", "is an IP address"),
+    ("https://[fd00:ec2::254]/", "is an IP address"),
 ])
-def test_names_not_allowed_and_addresses_are_refused(url, why, session, server):
-    r = web(session(), url.format(port=server.port))
+@pytest.mark.parametrize("network", [ALLOWED, True], ids=["list", "true"])
+def test_names_not_allowed_and_addresses_are_refused(url, why, network, session, server):
+    if network is True and "denied.test" in url:
+        why = "not a public address"  # `true` allows the name; its address is this machine's
+    r = web(session(network), url.format(port=server.port))
     assert r.is_error and why in r.text, r.text
     assert server.requests == []
+
+
+@pytest.mark.parametrize("network", [ALLOWED, {"allowedDomains": ["*"]}], ids=["list", "star"])
+@pytest.mark.parametrize("path,why", [
+    ("/to-metadata", "169.254.169.254 is an IP address"),
+    ("/to-loopback", "127.0.0.1 is an IP address"),
+    ("/to-localhost", "localhost"),
+])
+def test_a_redirect_inside_is_not_followed(path, why, network, session, server):
+    """A page on an allowed name cannot send WebFetch to the metadata service or to this machine."""
+    if network is ALLOWED:
+        r = web(session(network), server.url("allowed.test", path))
+    else:  # `*`: the allowed name must be a public one; the test name is listed exactly
+        r = web(session({"allowedDomains": ["*", "allowed.test"]}), server.url("allowed.test", path))
+    assert "REDIRECT DETECTED" in r.text and why in r.text, r.text
+    assert [p for _, p in server.requests] == [path]
 
 
 @pytest.mark.parametrize("network,why", [

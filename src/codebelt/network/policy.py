@@ -81,11 +81,13 @@ class NetworkPolicy:
             if entry.matches(canonical, port, is_address):
                 return Verdict("deny", canonical, port, f"{canonical} is denied by {entry.text!r} in {DENIED_KEY}",
                                DENIED_KEY, entry.text, address=is_address)
-        for entry in self.allowed:
-            if entry.matches(canonical, port, is_address):
-                exact = entry.kind in ("name", "address")
-                return Verdict("allow", canonical, port, f"{canonical} is allowed by {entry.text!r} in {ALLOWED_KEY}",
-                               ALLOWED_KEY, entry.text, exact=exact, address=is_address)
+        matching = [e for e in self.allowed if e.matches(canonical, port, is_address)]
+        if matching:
+            # an entry naming this very host wins over a wildcard: it is what lets a name lead inside
+            entry = next((e for e in matching if e.kind in ("name", "address")), matching[0])
+            exact = entry.kind in ("name", "address")
+            return Verdict("allow", canonical, port, f"{canonical} is allowed by {entry.text!r} in {ALLOWED_KEY}",
+                           ALLOWED_KEY, entry.text, exact=exact, address=is_address)
         if is_address:
             return Verdict("deny", canonical, port,
                            f"{canonical} is an IP address: only names are reached unless {ALLOWED_KEY} lists the "
