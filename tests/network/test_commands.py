@@ -307,6 +307,7 @@ def test_a_tunnel_carries_only_the_name_it_was_opened_for(how, session_with, htt
     r = bash(s, f"{CURL} {proxy} --cacert {pki.ca} --connect-to other.test:{port}:allowed.test:{port} "
                 f"https://other.test:{port}/hello")
     assert "hello over https" not in r.text and https_server.requests == []
+    assert r.data is not None, (r.text, r.is_error)
     assert "the TLS server name (SNI) names other.test" in r.data["sandboxNote"], r.text
     row = connections(tmp_path, s)[-1]
     assert row["host"] == "allowed.test" and row["decision"] == "denied" and "other.test" in row["reason"]
@@ -404,3 +405,51 @@ def test_a_forwarded_request_carries_nothing_for_another_host(session_with, raw_
     assert "bare-lf HTTP/1.1 400" in r.text and "chunked HTTP/1.1 501" in r.text, r.text
     assert len(received) == 1 and received[0].startswith(b"GET /hello HTTP/1.1\r\nHost: allowed.test:")
     assert b"/second" not in received[0] and b"other.test" not in received[0]
+
+
+TUNNEL = textwrap.dedent("""
+    import os, socket, sys
+    host, port = os.environ["HTTP_PROXY"].rsplit("/", 1)[-1].rsplit(":", 1)
+    target = sys.argv[1]
+    body = b"GET /inside HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n"
+    flights = {
+        "same": (b"GET /hello HTTP/1.1\\r\\nHost: allowed.test\\r\\n\\r\\n"
+                 b"GET /again HTTP/1.1\\r\\nHost: allowed.test\\r\\n\\r\\n"),
+        "other": (b"GET /hello HTTP/1.1\\r\\nHost: allowed.test\\r\\n\\r\\n"
+                  b"GET /second HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n"),
+        "body": (b"POST /hello HTTP/1.1\\r\\nHost: allowed.test\\r\\nContent-Length: %d\\r\\n\\r\\n" % len(body)) + body,
+        "url": b"GET http://other.test/hello HTTP/1.1\\r\\nHost: allowed.test\\r\\n\\r\\n",
+    }
+    for name, flight in flights.items():
+        s = socket.create_connection((host, int(port)), timeout=10)
+        s.sendall(f"CONNECT {target} HTTP/1.1\\r\\n\\r\\n".encode())
+        s.recv(200)
+        s.sendall(flight)
+        answer = b""
+        while True:
+            data = s.recv(65536)
+            if not data:
+                break
+            answer += data
+        print(name, answer.count(b"hello over http"), flush=True)
+""")
+
+
+def test_every_request_in_a_plain_http_tunnel_is_checked(session_with, raw_server, tmp_path):
+    """A CONNECT tunnel carrying plain HTTP is read request by request: a second request on the
+    same connection for another site never reaches the server, nor does one whose URL names
+    another host than its Host header; requests for the tunnel's own host, and a body that merely
+    looks like a request, go through whole."""
+    port, received = raw_server
+    s = session_with(ALLOW)
+    (tmp_path / "tunnel.py").write_text(TUNNEL)
+    r = bash(s, f"{PYTHON} {tmp_path / 'tunnel.py'} allowed.test:{port}")
+    assert "same 1" in r.text and "other 1" in r.text and "body 1" in r.text and "url 0" in r.text, r.text
+    same, other, body, url = received
+    assert url == b""  # connected, and sent nothing
+    assert b"GET /hello " in same and b"GET /again " in same
+    assert b"GET /hello " in other and b"/second" not in other and b"other.test" not in other
+    assert body.endswith(b"GET /inside HTTP/1.1\r\nHost: other.test\r\n\r\n")
+    reasons = [row["reason"] for row in connections(tmp_path, s) if row["decision"] == "denied"]
+    assert any("the HTTP Host header names other.test" in why for why in reasons), reasons
+    assert any("the HTTP request's URL names other.test" in why for why in reasons), reasons

@@ -65,6 +65,18 @@ CASES = [
     (b"GET / HTTP/1.1\r\nHost: other.test\r\n\r\n", "allowed.test", "names other.test"),
     (b"GET / HTTP/1.1\r\nHost: allowed.test\r\nHost: other.test\r\n\r\n", "allowed.test", "malformed"),
     (b"GET / HTTP/1.0\r\n\r\n", "allowed.test", None),
+    # a server reads these heads as naming other.test: a bare LF or CR ends a line for many, and
+    # an absolute request target wins over the Host header (RFC 9112 3.2.2)
+    (b"GET / HTTP/1.1\nHost: other.test\r\n\r\n", "allowed.test", "malformed"),
+    (b"GET / HTTP/1.1\r\nX-A: 1\nHost: other.test\r\n\r\n", "allowed.test", "malformed"),
+    (b"GET / HTTP/1.1\r\nX-A: 1\rHost: other.test\r\n\r\n", "allowed.test", "malformed"),
+    (b"GET / HTTP/1.1\r\nHost: allowed.test\x00other.test\r\n\r\n", "allowed.test", "malformed"),
+    (b"GET http://other.test/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n", "allowed.test", "names other.test"),
+    (b"GET HTTP://Other.Test:80/x HTTP/1.1\r\nHost: allowed.test\r\n\r\n", "allowed.test", "names other.test"),
+    (b"GET //other.test/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n", "allowed.test", None),  # a path
+    (b"GET http://allowed.test:8080/x HTTP/1.1\r\nHost: allowed.test\r\n\r\n", "allowed.test", None),
+    (b"OPTIONS * HTTP/1.1\r\nHost: allowed.test\r\n\r\n", "allowed.test", None),
+    (b"GET other.test HTTP/1.1\r\nHost: allowed.test\r\n\r\n", "allowed.test", "request target"),
     (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "allowed.test", "HTTP/2 with prior knowledge"),
     (b"SSH-2.0-OpenSSH_9.2\r\n", "allowed.test", None),
 ]

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from .gate import Asker, Gate, Ticket
 from .policy import Verdict
+from .sniff import Malformed, http_framing, kind_of
 from .sniff import check as first_bytes_name
 
 READ_CHUNK = 65_536
@@ -320,7 +321,15 @@ class Proxy:
                     tunnel: bool = False, up_limit: int | None = None) -> None:
         """Copy both ways until both ends are done. A tunnel's first client bytes must name the
         host it was opened for (sniff.py) before any of them is sent on."""
-        async def first_flight(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+        async def send(dst: asyncio.StreamWriter, data: bytes, up: bool) -> None:
+            if not ticket.add(up=len(data) if up else 0, down=0 if up else len(data)):
+                raise _LimitReached()
+            dst.write(data)
+            await dst.drain()
+
+        async def first_flight(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> bytes | None:
+            """The client's first bytes, sent on once they name the tunnel's host; a plain HTTP
+            start is returned unsent instead, for `http_requests` to frame."""
             seen = b""
             while True:
                 data = await src.read(READ_CHUNK)
@@ -332,15 +341,68 @@ class Proxy:
                     raise _Refused(why)
                 if done:
                     break
+            if seen and kind_of(seen) == "http":
+                return seen
             if seen:
-                if not ticket.add(up=len(seen)):
-                    raise _LimitReached()
-                dst.write(seen)
-                await dst.drain()
+                await send(dst, seen, True)
+            return None
 
-        async def copy(src: asyncio.StreamReader, dst: asyncio.StreamWriter, up: bool) -> None:
-            if up and tunnel and not ticket.verdict.address:
-                await first_flight(src, dst)
+        async def http_requests(src: asyncio.StreamReader, dst: asyncio.StreamWriter, buffer: bytes) -> None:
+            """Plain HTTP through a tunnel, one request at a time, each one's Host checked: a
+            keep-alive connection to an allowed name must not carry a request for another site
+            on the same server. A request switching protocols (Upgrade, CONNECT) ends the framing.
+            A later request refused ends what the client sends, not the connection: the server
+            gets end-of-file and finishes its answers to the requests before it."""
+            first = True
+            while buffer:
+                while b"\r\n\r\n" not in buffer:
+                    if len(buffer) >= READ_CHUNK:
+                        raise _Refused("an HTTP request head longer than 64 kB")
+                    data = await src.read(READ_CHUNK)
+                    if not data:
+                        raise _Refused("the connection ended inside an HTTP request head")
+                    buffer += data
+                why = ("after an HTTP request, something other than an HTTP request" if kind_of(buffer) != "http"
+                       else first_bytes_name(buffer, ticket.verdict.host)[1])
+                if why is not None:
+                    if first:
+                        raise _Refused(why)
+                    refused_later.append(why)
+                    return
+                first = False
+                end = buffer.index(b"\r\n\r\n") + 4
+                try:
+                    body, switching = http_framing(buffer[:end])
+                except Malformed as e:
+                    raise _Refused(str(e)) from None
+                now, buffer = buffer[:end + body], buffer[end + body:]
+                await send(dst, now, True)
+                body -= len(now) - end
+                while body > 0:
+                    data = await src.read(min(READ_CHUNK, body))
+                    if not data:
+                        return
+                    body -= len(data)
+                    await send(dst, data, True)
+                if switching:  # the rest is the new protocol's (or the server declined and closes)
+                    if buffer:
+                        await send(dst, buffer, True)
+                    await copy(src, dst, True, framed=True)
+                    return
+                if not buffer:
+                    buffer = await src.read(READ_CHUNK)
+
+        async def copy(src: asyncio.StreamReader, dst: asyncio.StreamWriter, up: bool, framed: bool = False) -> None:
+            if up and tunnel and not ticket.verdict.address and not framed:
+                http_start = await first_flight(src, dst)
+                if http_start is not None:
+                    await http_requests(src, dst, http_start)
+                    if dst.can_write_eof():
+                        try:
+                            dst.write_eof()
+                        except OSError:
+                            pass
+                    return
             left = up_limit if up else None
             while left is None or left > 0:
                 data = await src.read(READ_CHUNK if left is None else min(READ_CHUNK, left))
@@ -348,10 +410,7 @@ class Proxy:
                     break
                 if left is not None:
                     left -= len(data)
-                if not ticket.add(up=len(data) if up else 0, down=0 if up else len(data)):
-                    raise _LimitReached()
-                dst.write(data)
-                await dst.drain()
+                await send(dst, data, up)
             if left is None and dst.can_write_eof():  # the sender is done: tell the other end
                 try:
                     dst.write_eof()
@@ -359,14 +418,12 @@ class Proxy:
                     pass
 
         error = None
+        refused_later: list[str] = []  # a later request of a plain-HTTP tunnel, refused
         try:
             await asyncio.wait_for(asyncio.gather(copy(client[0], upstream[1], True), copy(upstream[0], client[1], False)),
                                    max(0.0, ticket.deadline() - time.monotonic()))
         except _Refused as e:
-            error = f"refused: {e}"
-            ticket.record.decision, ticket.record.reason = "denied", str(e)
-            if att is not None:
-                att._refused_inside(ticket, str(e))
+            refused_later.insert(0, str(e))
         except _LimitReached:
             error = f"stopped: the session passed sandbox.network.maxMB ({self.gate.policy.limits.max_bytes >> 20} MB)"
         except asyncio.TimeoutError:
@@ -375,6 +432,11 @@ class Proxy:
         except (ConnectionError, OSError) as e:
             error = f"{type(e).__name__}: {e}"
         finally:
+            if refused_later:
+                error = f"refused: {refused_later[0]}"
+                ticket.record.decision, ticket.record.reason = "denied", refused_later[0]
+                if att is not None:
+                    att._refused_inside(ticket, refused_later[0])
             upstream[1].close()
             ticket.close(error)
 

@@ -13,6 +13,9 @@ is plaintext) and must name the host the tunnel was decided for:
 - HTTP/2 with prior knowledge (its names are compressed): refused;
 - anything else (ssh, a database protocol): no name to check.
 
+A plain HTTP tunnel is read request by request (`http_framing`): every request's Host header is
+checked, not only the first (keep-alive would otherwise carry a second request for another site).
+
 What stays open: inside TLS, after the handshake, a Host header naming another site ("domain
 fronting") is beyond sight without interception; CDNs have mostly stopped honouring it.
 """
@@ -20,6 +23,7 @@ fronting") is beyond sight without interception; CDNs have mostly stopped honour
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 from ..domains import InvalidHost, canonical_host
 
@@ -107,13 +111,40 @@ def tls_client_hello(data: bytes) -> tuple[bool, str | None, bool]:
     return False, None, False
 
 
-def http_host(data: bytes) -> tuple[bool, str | None]:
-    """(complete, Host header without port) of a plain HTTP request's head."""
+_BARE_CR_OR_LF = re.compile(rb"\r(?!\n)|(?<!\r)\n")
+
+
+def http_host(data: bytes) -> tuple[bool, list[tuple[str, str]]]:
+    """(complete, the names a plain HTTP request's head routes by, each with where it is: its
+    Host header without the port, and the host of an absolute request target, which a server
+    prefers to the header).
+    A head whose lines a server could split differently (a bare CR or LF, a NUL) is Malformed."""
     end = data.find(b"\r\n\r\n")
     if end < 0:
-        return False, None
+        return False, []
+    head = data[:end]
+    if b"\x00" in head or _BARE_CR_OR_LF.search(head):
+        raise Malformed("a line not ended by CRLF, or a NUL, in the request head")
+    request_line, *lines = head.split(b"\r\n")
+    parts = request_line.split(b" ")
+    if len(parts) != 3:
+        raise Malformed("a request line that is not `METHOD target HTTP/1.x`")
+    method, target = parts[0], parts[1].decode("latin-1")
+    names: list[tuple[str, str]] = []
+    if "://" in target:
+        try:
+            name = urlsplit(target).hostname
+        except ValueError:
+            name = None
+        if not name:
+            raise Malformed(f"a request target {target[:80]!r} without a host")
+        names.append(("the HTTP request's URL", name))
+    elif method == b"CONNECT":
+        names.append(("the HTTP CONNECT target", target.rsplit(":", 1)[0].strip("[]")))
+    elif not (target.startswith("/") or target == "*"):
+        raise Malformed(f"a request target {target[:80]!r} that is neither a path nor a URL")
     host = None
-    for line in data[:end].split(b"\r\n")[1:]:
+    for line in lines:
         key, _, value = line.partition(b":")
         if key.strip().lower() == b"host":
             if host is not None:
@@ -123,7 +154,29 @@ def http_host(data: bytes) -> tuple[bool, str | None]:
         host = host[1:host.find("]")] if "]" in host else host
     elif host and host.count(":") == 1:
         host = host.rsplit(":", 1)[0]
-    return True, host
+    if host:
+        names.append(("the HTTP Host header", host))
+    return True, names
+
+
+def http_framing(head: bytes) -> tuple[int, bool]:
+    """(body length, whether the request asks to switch protocols) of a plain HTTP request's
+    complete head, so that the next request on the connection can be found and checked too.
+    Raises Malformed for a body whose end only a chunked parser would find, or an ambiguous one."""
+    lengths, upgrade = set(), False
+    for line in head.split(b"\r\n")[1:]:
+        key, _, value = line.partition(b":")
+        key = key.strip().lower()
+        if key == b"transfer-encoding":
+            raise Malformed("a request body with Transfer-Encoding (send it over https)")
+        if key == b"content-length":
+            lengths.add(value.strip())
+        if key == b"upgrade" or (key == b"connection" and b"upgrade" in value.lower()):
+            upgrade = True
+    if len(lengths) > 1 or any(not v.isdigit() for v in lengths):
+        raise Malformed("a request with an unclear Content-Length")
+    method = head.split(b" ", 1)[0]
+    return (int(next(iter(lengths))) if lengths else 0), upgrade or method == b"CONNECT"
 
 
 def kind_of(data: bytes) -> str:
@@ -153,10 +206,14 @@ def check(data: bytes, host: str) -> tuple[bool, str | None]:
                 return False, None
             return True, "HTTP/2 with prior knowledge: its names cannot be checked"
         if kind == "http":
-            done, name = http_host(data)
+            done, names = http_host(data)
             if not done:
                 return (len(data) >= MAX_FLIGHT, "an HTTP request head longer than 64 kB" if len(data) >= MAX_FLIGHT else None)
-            return True, _differs(name, host, "the HTTP Host header")
+            for what, name in names:
+                why = _differs(name, host, what)
+                if why is not None:
+                    return True, why
+            return True, None
     except Malformed as e:
         return True, f"a malformed {kind.upper()} start ({e})"
     return True, None
