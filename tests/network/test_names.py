@@ -165,3 +165,54 @@ def test_a_wildcard_name_is_not_led_inside_through_ipv6(answer):
         assert not ticket.allowed and "not a public address" in ticket.verdict.reason
     finally:
         gate.close()
+
+
+class CountingResolver:
+    """Answers from a script of answers per name, and records every lookup."""
+
+    def __init__(self, answers: dict[str, list[list[str]]]):
+        import ipaddress
+
+        self.answers = {k: [[ipaddress.ip_address(a) for a in v] for v in vs] for k, vs in answers.items()}
+        self.looked_up: list[str] = []
+
+    def resolve(self, name: str, port: int):
+        self.looked_up.append(name)
+        return self.answers[name].pop(0)
+
+    def close(self):
+        pass
+
+
+def test_each_connection_is_looked_up_once_and_goes_where_it_was_checked():
+    """DNS rebinding: the first answer is public, the next one loopback. The first connection
+    gets exactly the checked addresses (nothing looks the name up again to connect); the second,
+    looked up anew, is refused."""
+    from codebelt.network import Gate
+
+    resolver = CountingResolver({"rebind.example.com": [["93.184.215.14"], ["127.0.0.1"]]})
+    gate = Gate(NetworkPolicy.from_lists(["*.example.com"]), resolver)
+    try:
+        first = gate.open("rebind.example.com", 443, origin="Bash")
+        assert first.allowed and [str(a) for a in first.addresses] == ["93.184.215.14"]
+        first.close()
+        second = gate.open("rebind.example.com", 443, origin="Bash")
+        assert not second.allowed and "127.0.0.1" in second.verdict.reason
+        assert resolver.looked_up == ["rebind.example.com", "rebind.example.com"]
+    finally:
+        gate.close()
+
+
+def test_a_name_not_allowed_is_never_looked_up():
+    """Nothing leaves by DNS for a name the lists refuse or the person declines: the decision
+    comes before the lookup."""
+    from codebelt.network import Gate
+
+    resolver = CountingResolver({})
+    gate = Gate(NetworkPolicy.from_lists(["pypi.org"], ["secret.evil.com"], ask_for_new=True), resolver)
+    try:
+        for host in ("secret.evil.com", "0x7f.1", "[::1]", "data-a1b2c3.exfil.example"):
+            assert not gate.open(host, 443, origin="Bash", asker=lambda *a: False).allowed
+        assert resolver.looked_up == []
+    finally:
+        gate.close()

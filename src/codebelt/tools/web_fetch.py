@@ -14,6 +14,7 @@ the lists, the question about a new name, the limits, the audit log).
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 import time
 from typing import Any
@@ -94,9 +95,13 @@ def web_cache(ctx: ToolContext) -> WebCache:
     return WebCache()
 
 
+_MARKER_TAG = re.compile(rf"<(?=\s*/?\s*{MARKER})", re.IGNORECASE)
+
+
 def _escape(text: str) -> str:
-    """Page text cannot close the marker around it."""
-    return text.replace(f"</{MARKER}", f"<\\/{MARKER}")
+    """Page text can neither close the marker around it nor open one of its own, in any letter
+    case or spacing a reader would still take for the tag."""
+    return _MARKER_TAG.sub("&lt;", text)
 
 
 def _attribute(value: str) -> str:
