@@ -3,6 +3,7 @@ connection's lifetime — and what the command and the audit log are told."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -76,4 +77,40 @@ def test_connections_open_at_once_are_bounded():
         first.close()
         assert gate.open("allowed.test", 80, origin="t").allowed
     finally:
+        gate.close()
+
+
+@pytest.mark.parametrize("start", [b"", b"\x05", b"\x05\x01\x00\x05\x01", b"\x05\x01\x00\x05\x01\x00\x03\x20abc",
+                                   b"CONNECT allowed.test:443 HTTP/1.1\r\n"])
+def test_a_request_left_half_way_is_cut_off(start):
+    """A client that starts a request (SOCKS5 or HTTP) and stops gets its connection closed after
+    the header time, without any decision: stalled requests hold no connection open."""
+    import array
+    import socket
+
+    from codebelt.network import Proxy
+
+    gate = Gate(NetworkPolicy.from_lists(["allowed.test"], limits=Limits(header_timeout_seconds=1)), Resolver({}))
+    proxy = Proxy(gate)
+    att = proxy.attach("Bash", "test", None)
+    listener = socket.create_server(("127.0.0.1", 0))
+    try:
+        # what the stage does inside the sandbox: hand the listener over
+        channel = socket.socket(fileno=os.dup(att.child_fd))
+        channel.sendmsg([b"L"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [listener.fileno()]))])
+        channel.close()
+        with socket.create_connection(listener.getsockname(), timeout=20) as client:
+            client.sendall(start)
+            received = b""
+            while True:
+                data = client.recv(100)
+                if not data:
+                    break
+                received += data
+        assert received in (b"", b"\x05\x00"), received
+        assert gate.connections == 0  # nothing was decided
+    finally:
+        listener.close()
+        att.close()
+        proxy.close()
         gate.close()

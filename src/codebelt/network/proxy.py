@@ -538,17 +538,20 @@ class Proxy:
         await self._pipe(ticket, (reader, writer), upstream, att, up_limit=body)
 
     # -- SOCKS5 -----------------------------------------------------------------------------------------
-    async def _socks5(self, att: Attachment, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        timeout = self.gate.policy.limits.header_timeout_seconds
-        (count,) = await asyncio.wait_for(reader.readexactly(1), timeout)
-        methods = await asyncio.wait_for(reader.readexactly(count), timeout)
+    @staticmethod
+    async def _socks5_request(reader: asyncio.StreamReader,
+                              writer: asyncio.StreamWriter) -> tuple[int, int, str, int] | None:
+        """(version, command, host, port) of a SOCKS5 request, after the method negotiation;
+        None when it was answered already (no acceptable method, an unknown address type)."""
+        (count,) = await reader.readexactly(1)
+        methods = await reader.readexactly(count)
         if 0 not in methods:
             writer.write(b"\x05\xff")  # no acceptable method: codebelt asks for no password
             await writer.drain()
-            return
+            return None
         writer.write(b"\x05\x00")
         await writer.drain()
-        version, command, _reserved, kind = await asyncio.wait_for(reader.readexactly(4), timeout)
+        version, command, _reserved, kind = await reader.readexactly(4)
         if kind == 1:
             host = socket.inet_ntop(socket.AF_INET, await reader.readexactly(4))
         elif kind == 4:
@@ -562,8 +565,18 @@ class Proxy:
                 host = ""
         else:
             await _socks_reply(writer, SOCKS_BAD_ADDRESS)
-            return
+            return None
         (port,) = struct.unpack(">H", await reader.readexactly(2))
+        return version, command, host, port
+
+    async def _socks5(self, att: Attachment, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # the whole request within the header time, as an HTTP request's head: a client that
+        # stops half-way holds no connection open past it
+        request = await asyncio.wait_for(self._socks5_request(reader, writer),
+                                         self.gate.policy.limits.header_timeout_seconds)
+        if request is None:
+            return
+        version, command, host, port = request
         if version != 5 or command != 1:
             # BIND and UDP ASSOCIATE would open a way in, or datagrams out: only CONNECT is relayed
             self.gate.refuse(host, port, origin=att.origin, label=att.label, protocol="socks5",
