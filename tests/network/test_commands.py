@@ -408,7 +408,7 @@ def test_a_forwarded_request_carries_nothing_for_another_host(session_with, raw_
 
 
 TUNNEL = textwrap.dedent("""
-    import os, socket, sys
+    import os, socket, sys, time
     host, port = os.environ["HTTP_PROXY"].rsplit("/", 1)[-1].rsplit(":", 1)
     target = sys.argv[1]
     body = b"GET /inside HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n"
@@ -419,12 +419,17 @@ TUNNEL = textwrap.dedent("""
                   b"GET /second HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n"),
         "body": (b"POST /hello HTTP/1.1\\r\\nHost: allowed.test\\r\\nContent-Length: %d\\r\\n\\r\\n" % len(body)) + body,
         "url": b"GET http://other.test/hello HTTP/1.1\\r\\nHost: allowed.test\\r\\n\\r\\n",
+        # the request line in two writes, the first too long to look like a request's start
+        "split": (b"GET /hello" + b"a" * 40, b" HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n"),
+        "crlf": (b"\\r\\n", b"GET /hello HTTP/1.1\\r\\nHost: other.test\\r\\n\\r\\n"),
     }
     for name, flight in flights.items():
         s = socket.create_connection((host, int(port)), timeout=10)
         s.sendall(f"CONNECT {target} HTTP/1.1\\r\\n\\r\\n".encode())
         s.recv(200)
-        s.sendall(flight)
+        for part in (flight if isinstance(flight, tuple) else (flight,)):
+            s.sendall(part)
+            time.sleep(0.3)
         answer = b""
         while True:
             data = s.recv(65536)
@@ -445,8 +450,9 @@ def test_every_request_in_a_plain_http_tunnel_is_checked(session_with, raw_serve
     (tmp_path / "tunnel.py").write_text(TUNNEL)
     r = bash(s, f"{PYTHON} {tmp_path / 'tunnel.py'} allowed.test:{port}")
     assert "same 1" in r.text and "other 1" in r.text and "body 1" in r.text and "url 0" in r.text, r.text
-    same, other, body, url = received
-    assert url == b""  # connected, and sent nothing
+    assert "split 0" in r.text and "crlf 0" in r.text, r.text
+    same, other, body, url, split, crlf = received
+    assert url == split == b"" and crlf in (b"", b"\r\n")  # connected, and nothing of a request sent
     assert b"GET /hello " in same and b"GET /again " in same
     assert b"GET /hello " in other and b"/second" not in other and b"other.test" not in other
     assert body.endswith(b"GET /inside HTTP/1.1\r\nHost: other.test\r\n\r\n")

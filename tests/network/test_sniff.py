@@ -77,6 +77,16 @@ CASES = [
     (b"GET http://allowed.test:8080/x HTTP/1.1\r\nHost: allowed.test\r\n\r\n", "allowed.test", None),
     (b"OPTIONS * HTTP/1.1\r\nHost: allowed.test\r\n\r\n", "allowed.test", None),
     (b"GET other.test HTTP/1.1\r\nHost: allowed.test\r\n\r\n", "allowed.test", "request target"),
+    # what a server still reads as a request: empty lines first, a method in any case or unknown
+    (b"\r\n\r\nGET / HTTP/1.1\r\nHost: other.test\r\n\r\n", "allowed.test", "names other.test"),
+    (b"\nGET / HTTP/1.1\r\nHost: other.test\r\n\r\n", "allowed.test", "names other.test"),
+    (b"get / HTTP/1.1\r\nHost: other.test\r\n\r\n", "allowed.test", "names other.test"),
+    (b"Q+ / HTTP/1.1\r\nHost: other.test\r\n\r\n", "allowed.test", "names other.test"),
+    (b"GET  / HTTP/1.1\r\nHost: other.test\r\n\r\n", "allowed.test", "malformed"),
+    (b"GET\t/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n", "allowed.test", "malformed"),
+    (b"GET /x\r\n\r\n", "allowed.test", "malformed"),
+    (b"get / HTTP/1.1\r\nHost: allowed.test\r\n\r\n", "allowed.test", None),
+    (b"*2\r\n$4\r\nAUTH\r\n", "allowed.test", None),  # RESP (Redis): not HTTP
     (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "allowed.test", "HTTP/2 with prior knowledge"),
     (b"SSH-2.0-OpenSSH_9.2\r\n", "allowed.test", None),
 ]
@@ -97,3 +107,6 @@ def test_an_incomplete_start_waits_for_more():
     for cut in (1, 5, 20, len(hello) - 1):
         assert check(hello[:cut], "allowed.test") == (False, None)
     assert check(b"GET / HTTP/1.1\r\nHost: x", "allowed.test") == (False, None)
+    # a request line sent in pieces is still a request: nothing passes before its head is read
+    for start in (b"G", b"GET", b"GET /" + b"a" * 40, b"\r\n", b"\r\nGE", b"get /x HTTP/1.1\r\n"):
+        assert check(start, "allowed.test") == (False, None), start

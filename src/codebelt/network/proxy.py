@@ -355,6 +355,11 @@ class Proxy:
             gets end-of-file and finishes its answers to the requests before it."""
             first = True
             while buffer:
+                lead = len(buffer) - len(buffer.lstrip(b"\r\n"))
+                if lead:  # empty lines between requests, which servers skip: passed on as they are
+                    await send(dst, buffer[:lead], True)
+                    buffer = buffer[lead:] or await src.read(READ_CHUNK)
+                    continue
                 while b"\r\n\r\n" not in buffer:
                     if len(buffer) >= READ_CHUNK:
                         raise _Refused("an HTTP request head longer than 64 kB")

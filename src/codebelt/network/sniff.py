@@ -30,7 +30,12 @@ from ..domains import InvalidHost, canonical_host
 MAX_FLIGHT = 65_536
 TLS_HANDSHAKE, CLIENT_HELLO = 22, 1
 EXT_SERVER_NAME, EXT_ECH = 0, 0xFE0D
-_HTTP_REQUEST = re.compile(rb"^[A-Z][A-Z-]{1,15} \S+ HTTP/1\.[01]\r?\n")
+# An HTTP method is any token (RFC 9110): servers differ on letter case and on which methods they
+# know, so anything that starts like a request is read as one — to the end of its head.
+_TOKEN = rb"[!#$%&'*+.^_`|~0-9A-Za-z-]"
+_HTTP_START = re.compile(_TOKEN + rb"{1,32}[ \t]")
+_MAYBE_HTTP = re.compile(_TOKEN + rb"{0,32}")
+_REQUEST_LINE = re.compile(_TOKEN + rb"{1,32} [\x21-\x7e\x80-\xff]+ HTTP/1\.[01]")
 H2_PREFACE = b"PRI * HTTP/2.0\r\n"
 
 
@@ -126,9 +131,9 @@ def http_host(data: bytes) -> tuple[bool, list[tuple[str, str]]]:
     if b"\x00" in head or _BARE_CR_OR_LF.search(head):
         raise Malformed("a line not ended by CRLF, or a NUL, in the request head")
     request_line, *lines = head.split(b"\r\n")
-    parts = request_line.split(b" ")
-    if len(parts) != 3:
+    if not _REQUEST_LINE.fullmatch(request_line):  # two spaces, a tab, HTTP/0.9: servers read these apart
         raise Malformed("a request line that is not `METHOD target HTTP/1.x`")
+    parts = request_line.split(b" ")
     method, target = parts[0], parts[1].decode("latin-1")
     names: list[tuple[str, str]] = []
     if "://" in target:
@@ -180,12 +185,17 @@ def http_framing(head: bytes) -> tuple[int, bool]:
 
 
 def kind_of(data: bytes) -> str:
+    """tls, h2, http, other — or "more" while the bytes so far could still start an HTTP request
+    (a client choosing how to split its writes must not pass a request as "other")."""
     if data[:1] == bytes([TLS_HANDSHAKE]):
         return "tls"
+    data = data.lstrip(b"\r\n")  # servers skip empty lines before a request
     if data.startswith(H2_PREFACE[: len(data)]) and len(data) >= 3:
         return "h2"
-    if _HTTP_REQUEST.match(data) or (len(data) < 24 and re.match(rb"^[A-Z][A-Z-]{0,15}( |$)", data)):
+    if _HTTP_START.match(data):
         return "http"
+    if _MAYBE_HTTP.fullmatch(data):
+        return "more"
     return "other"
 
 
@@ -205,8 +215,10 @@ def check(data: bytes, host: str) -> tuple[bool, str | None]:
             if len(data) < len(H2_PREFACE):
                 return False, None
             return True, "HTTP/2 with prior knowledge: its names cannot be checked"
+        if kind == "more":
+            return (len(data) >= MAX_FLIGHT, "a request start longer than 64 kB" if len(data) >= MAX_FLIGHT else None)
         if kind == "http":
-            done, names = http_host(data)
+            done, names = http_host(data.lstrip(b"\r\n"))
             if not done:
                 return (len(data) >= MAX_FLIGHT, "an HTTP request head longer than 64 kB" if len(data) >= MAX_FLIGHT else None)
             for what, name in names:
