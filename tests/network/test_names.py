@@ -216,3 +216,22 @@ def test_a_name_not_allowed_is_never_looked_up():
         assert resolver.looked_up == []
     finally:
         gate.close()
+
+
+@pytest.mark.parametrize("host", ["a\x1b[2J.test", "evil\u202egnp.test", "a\nHost: x", "x\x00y", "a b"])
+def test_what_is_no_name_is_recorded_escaped(host):
+    """A host that is no name is refused, and kept for the audit log and the result only in a
+    printable ASCII form: no escape sequence or bidi override reaches a terminal."""
+    from codebelt.network import Gate
+
+    records = []
+    gate = Gate(NetworkPolicy.from_lists(["*"]), CountingResolver({}), on_record=records.append)
+    try:
+        ticket = gate.open(host, 443, origin="Bash")
+        assert not ticket.allowed
+        for text in (ticket.verdict.host, records[0].host):
+            assert text.isascii() and text.isprintable() and " " not in text, text
+        for text in (ticket.verdict.reason, records[0].reason):
+            assert text.isprintable(), text
+    finally:
+        gate.close()

@@ -75,7 +75,9 @@ class NetworkPolicy:
             address = ip_literal(host)
             canonical = str(address) if address is not None else canonical_name(host)
         except InvalidHost as e:
-            return Verdict("deny", str(host)[:200], port, f"{e}")
+            # no name: kept for the record and the refusal in an escaped, ASCII form, so that
+            # control and bidi characters reach no terminal (`codebelt audit`) and no result
+            return Verdict("deny", _shown(host), port, f"{e}")
         is_address = address is not None
         for entry in self.denied:
             if entry.matches(canonical, port, is_address):
@@ -96,3 +98,8 @@ class NetworkPolicy:
             return Verdict("ask", canonical, port, f"{canonical} is not in {ALLOWED_KEY} ({ASK_KEY} is on)",
                            ALLOWED_KEY)
         return Verdict("deny", canonical, port, f"{canonical} is not in {ALLOWED_KEY}", ALLOWED_KEY)
+
+
+def _shown(host: object) -> str:
+    """A string that is no host name, printable and ASCII: its escapes stand for the rest."""
+    return str(host)[:200].encode("unicode_escape").decode("ascii").replace(" ", "\\x20")
