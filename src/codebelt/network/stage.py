@@ -27,6 +27,7 @@ def main() -> None:
     fd, names, sep, *argv = sys.argv[1:]
     if sep != "--" or not argv:
         sys.exit("codebelt network stage: bad arguments")
+    channel = None
     try:
         channel = _socket.socket(fileno=int(fd))
         listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
@@ -40,6 +41,14 @@ def main() -> None:
         print(f"codebelt: no network proxy in this sandbox ({e}); the command runs without network",
               file=sys.stderr)
         port = 9  # the discard port: nothing listens there, connections are refused
+    finally:  # whatever happened, the command does not inherit the channel
+        if channel is not None:
+            channel.close()
+        else:
+            try:
+                os.close(int(fd))
+            except (OSError, ValueError):
+                pass
     for name in names.split(","):
         value = os.environ.get(name)
         if value:
