@@ -27,6 +27,7 @@
     └── IntelError                code intelligence could not answer
         ├── UnknownLanguage       no grammar or server for this file
         ├── PositionError         a cursor position outside the file
+        ├── ParseTooSlow          a file's parse passed its time budget
         └── IndexStoreError       the index cache cannot be used
 
 The message of each is what the model (or the user) reads: it says what happened and what to do
@@ -187,6 +188,11 @@ class UnknownLanguage(IntelError):
 
 class PositionError(IntelError):
     """A cursor position outside the file."""
+
+
+class ParseTooSlow(IntelError):
+    """A file took longer than its time budget to parse (some grammars have inputs that take
+    minutes); the file is skipped rather than stopping the session."""
 
 
 class IndexStoreError(IntelError):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node, QueryCursor
 
-from .languages import parser, tags_query
+from .languages import parse, tags_query
 
 MAX_SYMBOLS = 20_000  # per file: a generated file must not flood the index
 MAX_REFS = 100_000
@@ -108,7 +108,7 @@ def _role(caps: dict) -> tuple[int, str, str]:
 
 
 def extract(source: bytes, language: str) -> FileFacts:
-    tree = parser(language).parse(source)
+    tree = parse(language, source)
     cursor = QueryCursor(tags_query(language), match_limit=QUERY_MATCH_LIMIT)
     cols = _Columns(source)
     facts = FileFacts()

@@ -24,7 +24,7 @@ from ..errors import IntelError, PositionError
 from tree_sitter import Node
 
 from .extract import FileFacts, extract
-from .languages import language_for, parser
+from .languages import language_for, parse
 from .listing import Listing, list_from, list_with_ripgrep
 from .model import Answer, Location, Symbol, name_tier
 from .pool import INLINE_BELOW, Job, Outcome, Parser, parse_one
@@ -513,7 +513,7 @@ class CodeIndex:
         if not isinstance(line, int) or line < 1 or line > len(lines):
             raise PositionError(f"line {line} is outside {p.name} (1..{len(lines)})")
         text = lines[line - 1].decode("utf-8", "replace").rstrip("\r")
-        tree = parser(lang).parse(data)
+        tree = parse(lang, data)
         row = line - 1
         if character is None:
             node = _first_identifier(tree.root_node, row)

@@ -22,7 +22,7 @@ from pathlib import Path
 from tree_sitter import Node
 
 from .index import CodeIndex
-from .languages import language_for, parser
+from .languages import language_for, parse
 from .model import Answer, Symbol
 from .scopes import Import, Target, text
 from .scopes import go as go_scopes
@@ -66,7 +66,7 @@ class _Work:
         if lang is not None:
             try:
                 data = self.index.source_bytes(self.index.absolute(rel))
-                got = _Parsed(rel, lang, parser(lang).parse(data).root_node, data)
+                got = _Parsed(rel, lang, parse(lang, data).root_node, data)
             except Exception:  # an unreadable file is one that cannot be followed
                 got = None
         self.parsed[rel] = got

@@ -13,7 +13,7 @@ from pathlib import Path
 from tree_sitter import Node
 
 from ..errors import IntelError
-from .languages import check_language, language_for, parser
+from .languages import check_language, language_for, parse
 from .model import Diagnostic
 from .sources import SourceSkipped, read_source
 
@@ -49,7 +49,7 @@ def syntax_errors(source: Path | str | bytes, language: str | None = None, *,
                              "extension")
     check_language(language)
     where = path if path is not None else Path("<text>")
-    tree = parser(language).parse(data)
+    tree = parse(language, data)
     if not tree.root_node.has_error:
         return []
     return _collect(tree.root_node, where, data, limit)

@@ -1,0 +1,55 @@
+"""A file whose parse is a grammar's worst case (tree-sitter-python: code followed by thousands of
+comment lines, seconds per 8,000 and quadratic) is skipped once its time budget is spent — by the
+index (in process and in worker processes), the tools that parse the file under the cursor, and
+syntax checks — with a reason, while the other files are answered as usual. The budget is
+lowered here so that the slow case costs a fraction of a second, not a minute."""
+
+from __future__ import annotations
+
+import pytest
+
+from codebelt.errors import ParseTooSlow
+from codebelt.intel import languages
+
+SLOW = "def slow():\n    return 1\n" + "# a comment line\n" * 8000
+FINE = "def fine():\n    return slow()\n"
+
+
+@pytest.fixture(autouse=True)
+def small_budget(monkeypatch):
+    monkeypatch.setattr(languages, "PARSE_BUDGET_S", 0.2)
+
+
+def test_the_slow_case_is_cut_short_and_an_ordinary_file_is_not():
+    with pytest.raises(ParseTooSlow, match="longer than 0.2 s"):
+        languages.parse("python", SLOW.encode())
+    tree = languages.parse("python", FINE.encode())
+    assert tree.root_node.end_byte == len(FINE) and not tree.root_node.has_error
+
+
+@pytest.mark.parametrize("workers", [1, 2], ids=["in process", "worker processes"])
+def test_the_index_skips_it_with_the_reason(make_index, tmp_path, workers):
+    root = tmp_path / "ws"
+    root.mkdir()
+    # worker processes keep the default budget (2 s): give them a case far beyond it (16,000
+    # comment lines take tree-sitter-python ~20 s)
+    (root / "slow.py").write_text(SLOW if workers == 1 else SLOW + "# a comment line\n" * 8000)
+    for i in range(60 if workers > 1 else 1):  # enough files that the build uses its workers
+        (root / f"fine{i}.py").write_text(FINE.replace("fine", f"fine{i}"))
+    ix = make_index(root, workers=workers)
+    ix.refresh()
+    count, first = ix.skipped_files()
+    assert count == 1 and first[0][0] == "slow.py" and "longer than" in first[0][1], first
+    assert [s.name for s in ix.definitions("fine0").symbols] == ["fine0"]
+
+
+def test_the_tools_answer_with_a_clear_sentence(make_session, ws):
+    (ws / "slow.py").write_text(SLOW)
+    (ws / "fine.py").write_text(FINE)
+    s = make_session(settings={"lsp": {"enabled": False}})
+    r = s.call("LSP", {"operation": "documentSymbol", "filePath": "slow.py"})
+    assert r.is_error and "longer than 0.2 s" in r.text, r.text
+    r = s.call("LSP", {"operation": "goToDefinition", "filePath": "slow.py", "line": 1, "character": 5})
+    assert r.is_error and "longer than 0.2 s" in r.text, r.text
+    r = s.call("LSP", {"operation": "documentSymbol", "filePath": "fine.py"})
+    assert not r.is_error and "function fine" in r.text, r.text
