@@ -42,6 +42,32 @@ Wrap = Callable[[list[str], Path, dict], tuple]
 # (MAX_ARG_STRLEN). Longer commands go through a script file instead.
 MAX_ARGV_SCRIPT = 100_000
 
+class Stdio:
+    """How a process's standard streams are connected, when not the default (stdin /dev/null,
+    stdout and stderr straight into the spool file): the interactive kinds of pty_session.py
+    (a pseudo-terminal, or pipes) implement it. Methods are called in this order by
+    `ShellProcess`: `child_fds` before spawning, `argv` and `preexec` to build the spawn,
+    `started` once the child exists, `finished` after it has exited."""
+
+    def child_fds(self, spool_path: Path) -> tuple[int, int, int]:
+        raise NotImplementedError
+
+    def argv(self, wrapped: list[str], original: list[str]) -> list[str]:
+        return wrapped
+
+    def preexec(self, wrapped: bool) -> Callable[[], None] | None:
+        return None
+
+    def started(self, process: "ShellProcess") -> None:
+        """The child exists: close the parent's copies of its ends, start copying output."""
+
+    def failed(self) -> None:
+        """The spawn failed: release everything `child_fds` opened."""
+
+    def finished(self) -> None:
+        """The process has exited (its group may linger): stop once its output is drained."""
+
+
 # Variables kept by the "clean" environment policy (plus `bash.envAllow`).
 CLEAN_ENV_KEEP = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TERM",
                   "TZ", "PWD")
@@ -123,7 +149,7 @@ class Outcome:
     exit_code: int | None  # 128+N when killed by signal N (shell convention)
     timed_out: bool
     interrupted: bool  # cancelled by the caller or killed (KillShell, session end)
-    stop_reason: str | None  # "timeout" | "cancelled" | "killed" | "output_limit" | "session_output_limit" | None
+    stop_reason: str | None  # "timeout" | "cancelled" | "killed" | "output_limit" | "session_output_limit" | "idle" | None
     duration_ms: float
     output_bytes: int
     final_cwd: str | None  # what the EXIT trap recorded, unvalidated
@@ -148,6 +174,8 @@ class ShellProcess:
     wrap: Wrap | None = None
     marker: str = ""
     on_exit: list[Callable[["ShellProcess"], None]] = field(default_factory=list)
+    stdio: Stdio | None = None  # None: stdin /dev/null, output straight into the spool
+    idle_timeout_s: float | None = None  # stopped when nobody wrote to or read it this long
 
     def __post_init__(self) -> None:
         self.proc: subprocess.Popen[bytes] | None = None
@@ -165,6 +193,7 @@ class ShellProcess:
         self._spool_fd = -1
         self._cwd_r = -1
         self._pidfd = -1
+        self.last_used = 0.0  # monotonic time of the last write or read (the idle timeout)
 
     # -- start ---------------------------------------------------------------------------------
     def start(self, watch: bool = True) -> "ShellProcess":
@@ -188,24 +217,31 @@ class ShellProcess:
         else:
             argv = [bash, "-c", script]
         env, preexec, inherited = self.env, None, ()
+        original = argv
         if self.wrap is not None:
             wrapped = self.wrap(argv, self.cwd, env)
             argv, env, preexec = wrapped[:3]
             self._cleanup = wrapped[3] if len(wrapped) > 3 else None
             inherited = tuple(wrapped[4]) if len(wrapped) > 4 else ()
-        self._spool_fd = os.open(self.spool_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        stdio = self.stdio
+        if stdio is not None:
+            argv = stdio.argv(list(argv), original)
+            preexec = _chain(stdio.preexec(argv != original), preexec)
+            stdin, stdout, stderr = stdio.child_fds(self.spool_path)
+        else:
+            self._spool_fd = os.open(self.spool_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o600)
+            stdin, stdout, stderr = subprocess.DEVNULL, self._spool_fd, subprocess.STDOUT
         try:
-            self.started_at = time.monotonic()
-            spool_fd = self._spool_fd
+            self.started_at = self.last_used = time.monotonic()
             # From a thread that outlives the command (procs.spawn): a sandbox that dies with
             # its parent would otherwise die with whichever worker thread started it.
             self.proc = procs.spawn(lambda: subprocess.Popen(
                 argv,
                 cwd=self.cwd,
                 env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=spool_fd,
-                stderr=subprocess.STDOUT,
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
                 start_new_session=True,
                 close_fds=True,
                 pass_fds=((cwd_w,) if cwd_w >= 0 else ()) + inherited,
@@ -213,14 +249,20 @@ class ShellProcess:
             ))
         except OSError as e:
             self._run_cleanup()
-            os.close(self._spool_fd)
+            if stdio is not None:
+                stdio.failed()
+            else:
+                os.close(self._spool_fd)
             self._spool_fd = -1
             for fd in (cwd_w, self._cwd_r):
                 if fd >= 0:
                     os.close(fd)
             self._cwd_r = -1
             raise ShellError(f"could not start bash in {self.cwd}: {e.strerror or e}") from e
-        os.close(self._spool_fd)  # the child holds its own copies
+        if stdio is not None:
+            stdio.started(self)
+        else:
+            os.close(self._spool_fd)  # the child holds its own copies
         self._spool_fd = -1
         if cwd_w >= 0:
             os.close(cwd_w)
@@ -266,6 +308,10 @@ class ShellProcess:
         anyone. From then on the group is reached member by member (procs.signal_members),
         never by number. Read under `_lock`, which the watcher holds while it reaps."""
         return self.proc is not None and self.proc.returncode is not None
+
+    def touch(self) -> None:
+        """Someone wrote to or read the process: its idle timeout starts again."""
+        self.last_used = time.monotonic()
 
     def elapsed_ms(self) -> float:
         end = self.ended_at if self.ended_at is not None else time.monotonic()
@@ -315,6 +361,8 @@ class ShellProcess:
             waits = []
             if deadline is not None and self._stop_reason is None:
                 waits.append(deadline - now)
+            if self.idle_timeout_s is not None and self._stop_reason is None:
+                waits.append(self.last_used + self.idle_timeout_s - now)
             if self._kill_at is not None:
                 waits.append(self._kill_at - now)
             if (self.max_output_bytes is not None or self.quota is not None) and self._stop_reason is None:
@@ -337,6 +385,8 @@ class ShellProcess:
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 self.stop("timeout")
+            elif self.idle_timeout_s is not None and now >= self.last_used + self.idle_timeout_s:
+                self.stop("idle")
             elif self._stop_reason is None and (self.max_output_bytes is not None or self.quota is not None):
                 size = self.output_size()
                 if self.max_output_bytes is not None and size > self.max_output_bytes:
@@ -380,6 +430,8 @@ class ShellProcess:
             statuses = [x[2:].split() for x in lines if x.startswith("S ")]
             if statuses and all(v.isdigit() for v in statuses[-1]):
                 pipe_status = tuple(int(v) for v in statuses[-1])
+        if self.stdio is not None:
+            self.stdio.finished()
         if self._script_file is not None:
             try:
                 self._script_file.unlink()
@@ -392,7 +444,7 @@ class ShellProcess:
         self.outcome = Outcome(
             exit_code=rc if rc >= 0 else 128 - rc,
             timed_out=reason == "timeout",
-            interrupted=reason in ("cancelled", "killed", "session_end"),
+            interrupted=reason in ("cancelled", "killed", "session_end", "idle"),
             stop_reason=reason,
             duration_ms=(self.ended_at - self.started_at) * 1000,
             output_bytes=size,
@@ -447,3 +499,15 @@ class ShellProcess:
         procs.signal_members(self.pid, signal.SIGKILL)  # what is left once bash was reaped
         if self.marker:
             procs.sweep_marked(self.marker)
+
+
+def _chain(first: Callable[[], None] | None, then: Callable[[], None] | None) -> Callable[[], None] | None:
+    """One preexec function running `first`, then `then` (either may be None)."""
+    if first is None or then is None:
+        return first or then
+
+    def both() -> None:
+        first()
+        then()
+
+    return both

@@ -1,0 +1,336 @@
+"""What a program on a pseudo-terminal showed, as text a model can read.
+
+The bytes a terminal program writes are escape sequences as much as text: colours, cursor
+moves, line erasures, carriage returns that redraw a progress bar, a full-screen program's
+whole screen. They are parsed by pyte (a VT100/xterm emulator: the parsing is not written by
+hand here) and rendered two ways:
+
+- a **line program** (a shell, a REPL, a build) as the lines it printed since the last read:
+  an unbounded-height view without wrapping, so `\\r` redraws, `\\b`, erasures and cursor moves
+  up (multi-line progress) leave the final text and nothing of the escapes;
+- a **full-screen program** (less, vim, top: the alternate screen, or a cleared and addressed
+  screen) as its current screen, rows x columns, trailing blanks trimmed.
+
+`Terminal.take()` returns what is new since the previous call. Memory is bounded: the line
+view keeps only the rows a cursor can still move back to, and a line is capped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pyte
+from wcwidth import wcwidth
+
+ALT_SCREEN_MODES = (47, 1047, 1049)  # xterm's alternate screen (private modes)
+MAX_LINE = 1 << 16  # characters kept per line in the line view; the rest of a longer line is dropped
+TAB = 8
+
+
+@dataclass
+class Rendered:
+    text: str
+    screen: bool  # the text is the current screen of a full-screen program, not new lines
+
+
+class _Screen(pyte.Screen):
+    """pyte's screen, plus xterm's alternate screen: entering it saves the main screen,
+    leaving it restores it (pyte only records the mode)."""
+
+    def __init__(self, columns: int, lines: int):
+        super().__init__(columns, lines)
+        self.alternate = False
+        self._saved: Any = None
+
+    def set_mode(self, *modes: int, **kwargs: Any) -> None:
+        if kwargs.get("private") and any(m in ALT_SCREEN_MODES for m in modes) and not self.alternate:
+            self._saved = ({y: dict(line) for y, line in self.buffer.items()}, self.cursor.x, self.cursor.y)
+            self.alternate = True
+            self.erase_in_display(2)
+        super().set_mode(*modes, **kwargs)
+
+    def reset_mode(self, *modes: int, **kwargs: Any) -> None:
+        super().reset_mode(*modes, **kwargs)
+        if kwargs.get("private") and any(m in ALT_SCREEN_MODES for m in modes) and self.alternate:
+            self.alternate = False
+            self.erase_in_display(2)
+            if self._saved is not None:
+                buffer, x, y = self._saved
+                for row, line in buffer.items():
+                    self.buffer[row].update(line)
+                self.cursor.x, self.cursor.y = x, y
+                self._saved = None
+            self.dirty.update(range(self.lines))
+
+
+class _Lines:
+    """The line view: every line the program wrote, as an unbounded-height screen without
+    wrapping. Rows are kept from `base` on (older ones were taken and can no longer be
+    reached by the cursor); `dirty` is the first row changed since the last take."""
+
+    def __init__(self, rows: int):
+        self.rows = rows
+        self.lines: list[list[str]] = [[]]
+        self.base = 0  # absolute number of lines[0]
+        self.y = 0  # cursor row, index into lines
+        self.x = 0
+        self.dirty: int | None = None  # index of the first row written since the last take
+        self.taken_prefix = ""  # what the last take returned of the row it ended on
+        self.taken_row: int | None = None  # absolute row the last take ended on
+        self.alternate = False
+        self.screen_ops = 0  # addressing or clearing the whole screen since the last take
+
+    # -- pyte events -----------------------------------------------------------------------
+    def __getattr__(self, name: str):  # events the line view has no use for (colours, titles …)
+        return _ignore
+
+    def _touch(self) -> None:
+        if self.dirty is None or self.y < self.dirty:
+            self.dirty = self.y
+
+    def draw(self, text: str) -> None:
+        if self.alternate:
+            return
+        line = self.lines[self.y]
+        for ch in text:
+            width = wcwidth(ch)
+            if width == 0 and line and self.x > 0:  # a combining mark joins the character before it
+                line[self.x - 1] += ch
+                continue
+            if width < 1:
+                continue
+            if self.x >= MAX_LINE:
+                break
+            if self.x > len(line):
+                line.extend(" " * (self.x - len(line)))
+            if self.x < len(line):
+                line[self.x] = ch
+            else:
+                line.append(ch)
+            self.x += 1
+            if width == 2:  # a wide character covers two columns: the second is a placeholder
+                if self.x < len(line):
+                    line[self.x] = ""
+                else:
+                    line.append("")
+                self.x += 1
+        self._touch()
+
+    def linefeed(self) -> None:
+        if self.alternate:
+            return
+        self._touch()  # the row it ends is part of what was written, empty or not
+        self.y += 1
+        if self.y == len(self.lines):
+            self.lines.append([])
+        self.x = 0  # the pty turns "\n" into "\r\n" (onlcr); a raw LF keeps the column on a real
+        # terminal, but a line view that keeps it would indent text that nobody sees indented
+        self._touch()
+
+    index = linefeed
+
+    def carriage_return(self) -> None:
+        self.x = 0
+
+    def backspace(self) -> None:
+        self.x = max(0, self.x - 1)
+
+    def tab(self) -> None:
+        self.x = min(MAX_LINE, (self.x // TAB + 1) * TAB)
+
+    def cursor_back(self, count: int | None = None) -> None:
+        self.x = max(0, self.x - (count or 1))
+
+    def cursor_forward(self, count: int | None = None) -> None:
+        self.x = min(MAX_LINE, self.x + (count or 1))
+
+    def cursor_to_column(self, column: int | None = None) -> None:
+        self.x = max(0, (column or 1) - 1)
+
+    def cursor_up(self, count: int | None = None) -> None:
+        self.y = max(0, self.y - (count or 1))
+        self._touch()
+
+    cursor_up1 = cursor_up
+
+    def cursor_down(self, count: int | None = None) -> None:
+        self.y += count or 1
+        while self.y >= len(self.lines):
+            self.lines.append([])
+        self._touch()
+
+    cursor_down1 = cursor_down
+
+    def erase_in_line(self, how: int = 0, private: bool = False) -> None:
+        if self.alternate:
+            return
+        line = self.lines[self.y]
+        if how == 0:
+            del line[self.x:]
+        elif how == 1:
+            line[: self.x + 1] = [" "] * min(len(line), self.x + 1)
+        else:
+            line.clear()
+        self._touch()
+
+    def delete_characters(self, count: int | None = None) -> None:
+        del self.lines[self.y][self.x: self.x + (count or 1)]
+        self._touch()
+
+    def erase_characters(self, count: int | None = None) -> None:
+        line = self.lines[self.y]
+        for i in range(self.x, min(len(line), self.x + (count or 1))):
+            line[i] = " "
+        self._touch()
+
+    def insert_characters(self, count: int | None = None) -> None:
+        line = self.lines[self.y]
+        if self.x < len(line):
+            line[self.x:self.x] = [" "] * (count or 1)
+            del line[MAX_LINE:]
+        self._touch()
+
+    def erase_in_display(self, how: int = 0, *args: Any, **kwargs: Any) -> None:
+        if how == 0 and not self.alternate:  # below the cursor: progress blocks being redrawn
+            del self.lines[self.y][self.x:]
+            del self.lines[self.y + 1:]
+            self._touch()
+        else:
+            self.screen_ops += 1
+
+    def cursor_position(self, line: int | None = None, column: int | None = None) -> None:
+        self.screen_ops += 1
+
+    def cursor_to_line(self, line: int | None = None) -> None:
+        self.screen_ops += 1
+
+    def reverse_index(self) -> None:
+        self.screen_ops += 1
+
+    def set_mode(self, *modes: int, **kwargs: Any) -> None:
+        if kwargs.get("private") and any(m in ALT_SCREEN_MODES for m in modes):
+            self.alternate = True
+            self.screen_ops += 1
+
+    def reset_mode(self, *modes: int, **kwargs: Any) -> None:
+        if kwargs.get("private") and any(m in ALT_SCREEN_MODES for m in modes):
+            self.alternate = False
+
+    # -- reading -----------------------------------------------------------------------------
+    def take(self) -> str:
+        """The text written since the last take: the rows from the first one changed, the row a
+        previous take ended on only from where that take stopped when it was merely continued."""
+        if self.dirty is None:
+            return ""
+        rows = [self._row_text(i) for i in range(self.dirty, len(self.lines))]
+        first_abs = self.base + self.dirty
+        if first_abs == self.taken_row and rows:
+            # the row was continued: only what follows the part already returned is new (a
+            # prompt's trailing space, returned while the cursor stood after it, may be gone)
+            for prefix in (self.taken_prefix, self.taken_prefix.rstrip()):
+                if rows[0].startswith(prefix):
+                    rows[0] = rows[0][len(prefix):]
+                    break
+        # the cursor's own row is unfinished: it is returned as it stands, and continued later
+        last_abs = self.base + len(self.lines) - 1
+        if rows and not rows[-1] and self.y == len(self.lines) - 1 and len(rows) > 1:
+            rows.pop()  # a final newline: the text ends with it
+            text = "\n".join(rows) + "\n"
+        else:
+            text = "\n".join(rows)
+        self.taken_row = last_abs
+        self.taken_prefix = self._row_text(len(self.lines) - 1)
+        self.dirty = None
+        self._trim()
+        return text
+
+    def _row_text(self, i: int) -> str:
+        """A row without its trailing blanks, except on the cursor's row, which keeps what
+        precedes the cursor (a prompt's final space)."""
+        text = "".join(self.lines[i])
+        stripped = text.rstrip()
+        if i == self.y and self.x > len(stripped):
+            return text[: self.x]
+        return stripped
+
+    def _trim(self) -> None:
+        # Only the rows a cursor can still move back to are kept (a screen's height).
+        drop = max(0, min(len(self.lines) - self.rows, self.y - self.rows))
+        if drop:
+            del self.lines[:drop]
+            self.base += drop
+            self.y -= drop
+
+
+def _ignore(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+class _Both:
+    """One parse, two listeners: every event goes to the screen and to the line view."""
+
+    def __init__(self, screen: _Screen, lines: _Lines):
+        self._screen = screen
+        self._lines = lines
+
+    def __getattr__(self, name: str):
+        a = getattr(self._screen, name, _ignore)
+        b = getattr(self._lines, name)
+
+        def both(*args: Any, **kwargs: Any) -> None:
+            a(*args, **kwargs)
+            b(*args, **kwargs)
+
+        setattr(self, name, both)
+        return both
+
+
+class Terminal:
+    """Feed it a program's output bytes; `take()` says what is new, as text."""
+
+    def __init__(self, columns: int = 80, rows: int = 24):
+        self.columns = columns
+        self.rows = rows
+        self.screen = _Screen(columns, rows)
+        self.lines = _Lines(rows)
+        self._stream = pyte.ByteStream(_Both(self.screen, self.lines))  # type: ignore[arg-type]
+        self._stream.use_utf8 = True
+
+    def feed(self, data: bytes) -> None:
+        if data:
+            self._stream.feed(data)
+
+    @property
+    def full_screen(self) -> bool:
+        """Whether a full-screen program owns the terminal now (the alternate screen)."""
+        return self.screen.alternate
+
+    def take(self) -> Rendered:
+        """What is new since the last take. A full-screen program (on the alternate screen now,
+        or one that cleared or addressed the screen since) is shown as its screen; anything
+        else as the lines it wrote."""
+        screen = self.screen.alternate or self.lines.screen_ops > 0
+        self.lines.screen_ops = 0
+        new_lines = self.lines.take()
+        if screen:
+            return Rendered(self.screen_text(), True)
+        return Rendered(new_lines, False)
+
+    def screen_text(self) -> str:
+        rows = [row.rstrip() for row in self.screen.display]
+        while rows and not rows[-1]:
+            rows.pop()
+        return "\n".join(rows)
+
+    def resize(self, columns: int, rows: int) -> None:
+        self.columns, self.rows = columns, rows
+        self.screen.resize(rows, columns)
+        self.lines.rows = rows
+
+
+def render_once(data: bytes, columns: int = 80, rows: int = 24) -> Rendered:
+    """`data` rendered on a fresh terminal (what a program wrote, start to finish)."""
+    term = Terminal(columns, rows)
+    term.feed(data)
+    return term.take()
