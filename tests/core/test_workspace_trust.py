@@ -57,6 +57,8 @@ KEYS: dict[str, tuple[Any, Any]] = {
     "bash.killGraceMs": (60_000, 100),
     "bash.maxOutputBytes": (0, 1000),
     "bash.maxSessionOutputBytes": (0, 1000),
+    "bash.interactiveIdleTimeoutMs": (0, 1000),
+    "bash.maxInteractive": (1000, 2),
     "search.ripgrepPath": ("./tools/rg", None),
     "search.useSystemRipgrep": (True, None),
     "search.timeoutMs": (10**7, 100),

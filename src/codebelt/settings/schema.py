@@ -236,6 +236,10 @@ class BashSettings(Section):
         8 << 30, "All the session's command output on disk (foreground and background, kept until the session ends "
         "or shown inline) may total this much; a command writing past it is stopped (0: no limit).", ge=0,
         workspace=LOWER_OR_0)
+    interactive_idle_timeout_ms: int = setting(
+        3_600_000, "A process that takes input (a background task on a terminal, a Codex exec session) is "
+        "stopped when nothing was written to it or read from it this long (0: never).", ge=0, workspace=LOWER_OR_0)
+    max_interactive: int = setting(64, "Processes that take input running at once in a session.", gt=0, workspace=LOWER)
 
 
 class SearchSettings(Section):

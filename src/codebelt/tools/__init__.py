@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 TOOL_MODULES = (
     "read", "write", "edit", "multi_edit", "notebook_edit", "glob", "grep",
-    "bash", "bash_output", "kill_shell", "task_output", "task_stop", "apply_patch",
+    "bash", "bash_output", "kill_shell", "task_output", "task_stop", "task_input", "apply_patch",
     "lsp", "repo_map", "web_fetch",
 )
 

@@ -95,6 +95,7 @@ def task_manager(ctx: ToolContext) -> TaskManager:
         max_session_output_bytes=bash.max_session_output_bytes or None,
         wrapper=wrapper,
         on_task_end=lambda task: (_end_of_output(task, ctx), ctx.emit("task_end", {"task": task})),
+        max_interactive=bash.max_interactive,
     )
 
 

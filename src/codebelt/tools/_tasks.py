@@ -9,7 +9,7 @@ import time
 from pydantic import BaseModel, Field
 
 from .. import linear_regex
-from ..errors import RegexError
+from ..errors import RegexError, ShellError
 from ..tool import ToolContext, ToolError, ToolResult
 from ._services import task_manager
 
@@ -24,6 +24,12 @@ class TaskOutputResult(BaseModel):
     stdout: str = Field(description="New output since the last read (filtered if a filter was given)")
     truncated: bool = False
     outputPath: str = Field(description="File with the shell's full output")
+
+
+class TaskInputResult(TaskOutputResult):
+    bytesWritten: int = Field(description="Bytes of input written")
+    screen: bool = Field(False, description="stdout is the screen of a full-screen program, not new lines")
+    waitingForInput: bool = Field(False, description="The program is blocked reading its terminal")
 
 
 class TaskStopResult(BaseModel):
@@ -128,3 +134,50 @@ def stop_task(ctx: ToolContext, task_id: str) -> ToolResult:
     text = json.dumps({"message": message, "task_id": task.id, "task_type": "local_bash",
                        "command": task.command}, ensure_ascii=False, separators=(",", ":"))
     return ToolResult(text=text, data=data)
+
+
+def write_task(ctx: ToolContext, task_id: str, chars: str, wait_ms: float, quiet_ms: float | None) -> ToolResult:
+    """Write characters to a background task's terminal, wait (cancellably) for what it does
+    next — up to `wait_ms`, less when it exits, waits for input again or its output goes quiet
+    for `quiet_ms` — and return what it printed since the last read."""
+    manager = ctx.service(task_manager)
+    try:
+        task = manager.get(task_id)
+        since = manager.output_size(task)
+        data = chars.encode("utf-8", "surrogateescape")
+        task, written, mark = manager.write(task.id, data)
+    except KeyError as e:
+        raise ToolError(e.args[0]) from None
+    except ShellError as e:
+        raise ToolError(f"Nothing was written: {e}") from None
+    outcome = manager.wait(task, since, wait_ms / 1000, quiet_ms / 1000 if quiet_ms is not None else None,
+                           ctx.cancel_event, mark)
+    if outcome.reason == "cancelled":
+        ctx.check_cancelled()
+    task, text, truncated = manager.read(task.id, None, INLINE_BYTES)
+    out = task.process.outcome
+    status = task.status()
+    if status != "running":
+        task.reported = True
+    parts = [f"<status>{status}</status>"]
+    if out is not None and out.exit_code is not None:
+        parts.append(f"<exit_code>{out.exit_code}</exit_code>")
+    screen = bool(getattr(task.reader, "screen", False))
+    tag = "screen" if screen else "stdout"
+    body = text.rstrip("\n") if not screen else text
+    parts.append(f"<{tag}>\n{body}\n</{tag}>" if body else "<stdout>(no new output)</stdout>")
+    if written < len(data):
+        parts.append(f"Only {written} of {len(data)} bytes were written: the program stopped reading its input.")
+    if status != "running":
+        parts.append(f"Shell {task.id} {task.status_text()}.")
+    elif outcome.reason == "waiting":
+        parts.append(f"Shell {task.id} is waiting for input.")
+    elif outcome.reason == "timeout":
+        parts.append(f"Shell {task.id} is still running after waiting {wait_ms / 1000:g}s.")
+    data_out = TaskInputResult(
+        shellId=task.id, command=task.command, status=status,
+        exitCode=out.exit_code if out is not None else None, stdout=text, truncated=truncated,
+        outputPath=str(task.output_path), bytesWritten=written, screen=screen,
+        waitingForInput=outcome.reason == "waiting",
+    ).model_dump()
+    return ToolResult(text="\n".join(parts), data=data_out)

@@ -23,6 +23,7 @@ from ..shell.analysis.patch_call import PatchInvocation, find_invocation
 from ..shell.execution.cwd import OUTSIDE, ShellCwd
 from ..shell.execution.environment import secret_references
 from ..shell.execution.foreground import wait_foreground
+from ..shell.execution.pty_session import Pty
 from ..shell.execution.runner import Outcome, ShellProcess
 from ..shell.execution.spool import Rendered, Progress, render
 from ..shell.execution.tasks import Task, TaskManager
@@ -554,9 +555,13 @@ class Bash(Tool):
         before = _guarded_before(ctx)
         jail = _jail(ctx)
         net_wrap, attachment = _write_sandbox(params.command, ctx, jail is not None)
+        idle_ms = ctx.settings.bash.interactive_idle_timeout_ms
         try:
+            # On a terminal of its own: TaskInput can type into it (a REPL, a prompt, an editor),
+            # and what it prints is line-buffered, so TaskOutput sees it as it comes.
             proc = manager.spawn(params.command, cwd, (timeout_ms / 1000) if timeout_ms else None, record_cwd=False,
-                                 wrap=jail or net_wrap)
+                                 wrap=jail or net_wrap, stdio=Pty(),
+                                 idle_timeout_s=idle_ms / 1000 if idle_ms else None)
         except ShellError as e:
             if attachment is not None:
                 attachment.close()

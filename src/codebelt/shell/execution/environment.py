@@ -121,4 +121,25 @@ def secret_references(command: str, allow: Iterable[str] = ()) -> list[str]:
     return found
 
 
-__all__ = ["is_allowed", "removed_variables", "scrubbed_environ", "secret_reason", "secret_references"]
+# A command without a terminal (stdin /dev/null or a pipe) must never wait on an editor or a
+# pager nobody can drive: git opens $GIT_EDITOR for a commit message or a rebase todo list,
+# man and git log page through $PAGER. `true` as the editor accepts what the program proposes
+# (git rebase --continue keeps the message; a commit without -m stops with "empty commit
+# message"); `cat` as the pager prints everything. A command on a terminal (pty_session.py)
+# keeps the user's editors, so an editor asked for there really opens; its pagers print too,
+# since a model reads text, and `less` stays one command away.
+NO_EDITOR = {"GIT_EDITOR": "true", "GIT_SEQUENCE_EDITOR": "true", "EDITOR": "true", "VISUAL": "true"}
+NO_PAGER = {"PAGER": "cat", "GIT_PAGER": "cat", "MANPAGER": "cat", "SYSTEMD_PAGER": "cat", "GH_PAGER": "cat",
+            "AWS_PAGER": "", "PSQL_PAGER": "cat"}
+NON_INTERACTIVE = {**NO_EDITOR, **NO_PAGER, "GIT_TERMINAL_PROMPT": "0"}  # git asks for passwords on a terminal only
+TERMINAL = {**NO_PAGER, "TERM": "xterm-256color"}
+
+
+def for_terminal(env: Mapping[str, str], terminal: bool) -> dict[str, str]:
+    """`env` for a command run without a terminal (editors and pagers that never wait), or on
+    one (a real terminal type; the user's editors)."""
+    return {**env, **(TERMINAL if terminal else NON_INTERACTIVE)}
+
+
+__all__ = ["NON_INTERACTIVE", "TERMINAL", "for_terminal", "is_allowed", "removed_variables", "scrubbed_environ",
+           "secret_reason", "secret_references"]

@@ -220,6 +220,10 @@ class Interactive(Stdio):
         """Whether the program is blocked reading its input (only a terminal can tell)."""
         return False
 
+    def busy(self) -> bool:
+        """Whether the program is running (on a CPU or in disk I/O) rather than asleep."""
+        return False
+
     def progress_mark(self) -> int:
         """A number that changes when the program that reads the input runs (context switches)."""
         return 0
@@ -304,20 +308,21 @@ class Pty(Interactive):
         pid = self.foreground()
         if pid is None:
             return False
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                stat = f.read()
-            if stat[stat.rfind(b")") + 2:].split()[0] != b"S":
+        call = _blocked_in(pid)
+        # A leader waiting for its child (git for the editor it started, a shell for its
+        # command) hands the terminal to it: follow single children down the group.
+        for _ in range(6):
+            if call is None or call[0] not in _WAITS.get(_ARCH, ()):
+                break
+            child = _only_child(pid)
+            if child is None:
                 return False
-            with open(f"/proc/{pid}/syscall", "rb") as f:
-                call = f.read().split()
-        except OSError:
+            pid, call = child, _blocked_in(child)
+        if call is None:
             return False
-        if len(call) < 2 or not call[0].isdigit():
-            return False
-        number = int(call[0])
+        number = call[0]
         if number in _READS.get(_ARCH, ()):
-            fd = int(call[1], 16)
+            fd = call[1]
         elif number in _POLLS.get(_ARCH, ()):
             fd = 0
         else:
@@ -330,20 +335,58 @@ class Pty(Interactive):
         # nothing we wrote is still unread, and nothing it wrote is still uncopied
         return _queued(self._slave) == 0 and _queued(self._master) == 0
 
+    def busy(self) -> bool:
+        pid = self.foreground()
+        if pid is None:
+            return False
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            return False
+        return stat[stat.rfind(b")") + 2:].split()[0] in (b"R", b"D")
+
     def progress_mark(self) -> int:
+        """Changes once the foreground program has gone to sleep again (a voluntary context
+        switch) — or another program took the foreground. Taken before a write: a program
+        that sleeps again after it has run since is done with what it was given, whereas one
+        still asleep may not have been woken yet (input reaches it asynchronously)."""
         pid = self.foreground()
         if pid is None:
             return 0
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-            # utime + stime + the pid itself: a different process, or one that ran, differs
-            return int(fields[11]) + int(fields[12]) + pid * 1_000_003 + _switches(pid)
-        except (OSError, IndexError, ValueError):
-            return 0
+        return pid * 1_000_003 + _switches(pid)
 
 
 _DEV_TTY = os.makedev(5, 0)  # /dev/tty: the controlling terminal, whichever it is
+_WAITS = {"x86_64": {61, 247}, "aarch64": {260, 95}}  # wait4, waitid
+
+
+def _blocked_in(pid: int) -> tuple[int, int] | None:
+    """(syscall number, first argument) of a process asleep in a system call, else None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        if stat[stat.rfind(b")") + 2:].split()[0] != b"S":
+            return None
+        with open(f"/proc/{pid}/syscall", "rb") as f:
+            call = f.read().split()
+    except OSError:
+        return None
+    if len(call) < 2 or not call[0].isdigit():
+        return None
+    try:
+        return int(call[0]), int(call[1], 16)
+    except ValueError:
+        return None
+
+
+def _only_child(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
+            children = f.read().split()
+    except OSError:
+        return None
+    return int(children[0]) if len(children) == 1 else None
 
 
 def _queued(fd: int) -> int:
@@ -360,7 +403,7 @@ def _switches(pid: int) -> int:
         with open(f"/proc/{pid}/status", "rb") as f:
             total = 0
             for line in f:
-                if line.startswith((b"voluntary_ctxt_switches", b"nonvoluntary_ctxt_switches")):
+                if line.startswith(b"voluntary_ctxt_switches"):
                     total += int(line.split()[1])
             return total
     except (OSError, ValueError):
@@ -420,7 +463,8 @@ def wait_for_output(io: Interactive, *, since: int, timeout_s: float, quiet_s: f
                     cancel_event: threading.Event | None = None, mark: int | None = None) -> WaitResult:
     """Wait up to `timeout_s` for what the process does next; return early when it exits, when
     it is blocked reading its terminal (its turn is over), or — with `quiet_s` — when output
-    arrived after byte `since` and nothing more came for `quiet_s` seconds.
+    arrived after byte `since`, nothing more came for `quiet_s` seconds and the program is not
+    busy computing.
 
     `mark`: `io.progress_mark()` taken just before the caller wrote input; the program counts
     as waiting again only once it has run since (so the echo of our own write, which arrives
@@ -452,8 +496,8 @@ def wait_for_output(io: Interactive, *, since: int, timeout_s: float, quiet_s: f
             poll = CONFIRM_S
         else:
             seen_waiting = None
-        if quiet_s is not None and out.size > since and now - out.last_output >= quiet_s:
-            return WaitResult("quiet", out.size)
+        if quiet_s is not None and out.size > since and now - out.last_output >= quiet_s and not io.busy():
+            return WaitResult("quiet", out.size)  # a program still computing is not quiet
         if now >= deadline:
             return WaitResult("timeout", out.size)
         wait = deadline - now

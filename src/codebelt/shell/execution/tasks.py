@@ -24,9 +24,12 @@ from typing import TYPE_CHECKING, Callable
 
 from ...errors import ShellError
 from . import procs
+from .environment import for_terminal
+from .pty_session import Interactive, WaitResult, wait_for_output
 from .runner import ShellProcess, Wrap
 from .quota import OutputQuota
 from .spool import IncrementalReader, SpoolDir
+from .terminal import TerminalReader
 
 if TYPE_CHECKING:
     from ...linear_regex import LinearPattern
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
 DEFAULT_GRACE_S = 2.0
 DEFAULT_MAX_OUTPUT_BYTES = 4 << 30  # a runaway `yes` stops before it fills the disk
 DEFAULT_MAX_SESSION_OUTPUT_BYTES = 8 << 30  # … and ten of them in the background too
+DEFAULT_MAX_INTERACTIVE = 64  # live processes with an input at once (Codex keeps as many)
 
 
 @dataclass
@@ -45,7 +49,7 @@ class Task:
     description: str | None
     process: ShellProcess
     how: str  # "requested" (run_in_background) | "auto" (moved after the blocking budget)
-    reader: IncrementalReader
+    reader: IncrementalReader | TerminalReader
     lock: threading.Lock = field(default_factory=threading.Lock)
     # The caller saw how it ended (a read after the end, or a stop): no notice is needed.
     reported: bool = False
@@ -57,6 +61,12 @@ class Task:
     def output_path(self) -> Path:
         return self.process.spool_path
 
+    @property
+    def io(self) -> Interactive | None:
+        """The process's input (a terminal or a pipe), None when its stdin is /dev/null."""
+        stdio = self.process.stdio
+        return stdio if isinstance(stdio, Interactive) else None
+
     def status(self) -> str:
         """running | completed | failed | killed | timed_out (+ exit code in `status_text`)."""
         out = self.process.outcome
@@ -64,7 +74,7 @@ class Task:
             return "running"
         if out.timed_out:
             return "timed_out"
-        if out.stop_reason in ("killed", "cancelled", "session_end"):
+        if out.stop_reason in ("killed", "cancelled", "session_end", "idle"):
             return "killed"
         if out.stop_reason in ("output_limit", "session_output_limit"):
             return "killed"
@@ -81,6 +91,9 @@ class Task:
         if out.stop_reason == "session_output_limit":
             return ("killed: the session's command output on disk exceeded its limit "
                     "(bash.maxSessionOutputBytes)")
+        if out.stop_reason == "idle":
+            idle = self.process.idle_timeout_s or 0
+            return f"killed: nothing was written to it or read from it for {idle:g}s (its idle timeout)"
         if out.stop_reason in ("killed", "cancelled", "session_end"):
             return "killed"
         return f"exited with code {out.exit_code}"
@@ -100,6 +113,7 @@ class TaskManager:
         max_session_output_bytes: int | None = DEFAULT_MAX_SESSION_OUTPUT_BYTES,
         wrapper: Callable[[], Wrap | None] | None = None,
         on_task_end: Callable[[Task], None] | None = None,
+        max_interactive: int = DEFAULT_MAX_INTERACTIVE,
     ):
         """`env` is the environment every command starts from (nothing a command exports
         carries over); `marker_prefix` tags every process so escapees can be found at close;
@@ -125,6 +139,7 @@ class TaskManager:
         self._spools = SpoolDir(self.spool_dir)
         self._env = dict(env)
         self._on_task_end = on_task_end
+        self.max_interactive = max_interactive
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="codebelt-spawn")
 
     def wrapper(self) -> Wrap | None:
@@ -136,16 +151,24 @@ class TaskManager:
     # -- starting ------------------------------------------------------------------------------
     def spawn(self, command: str, cwd: Path, timeout_s: float | None,
               record_cwd: bool = True, watch: bool = True, wrap: Wrap | None = None,
-              record_status: bool = False) -> ShellProcess:
+              record_status: bool = False, stdio: Interactive | None = None,
+              idle_timeout_s: float | None = None, env: dict[str, str] | None = None) -> ShellProcess:
         """Start `command` in `cwd`. Raises ShellError if it cannot start. `watch=False`:
         the caller watches it (runner.ShellProcess.watch). `wrap`: run it in this wrapper
-        (the read-only jail) instead of the session's sandbox."""
+        (the read-only jail) instead of the session's sandbox. `stdio`: an input to write to
+        (pty_session.Pty or Pipes) instead of /dev/null, with `idle_timeout_s`; `env`:
+        variables set on top of the session's (a tool set's own, such as Codex's)."""
         wrap = wrap or self.wrapper()
         with self._lock:
             self._refuse_if_closed()
+            if stdio is not None and self._interactive_count() >= self.max_interactive:
+                stdio.failed()
+                raise ShellError(
+                    f"{self.max_interactive} processes that take input are already running in this session, "
+                    "the most it keeps. Stop one you no longer need first.")
             n = next(self._seq)
         marker = f"{self.marker_prefix}{n}"
-        env = dict(self._env)
+        env = {**for_terminal(self._env, stdio is not None and stdio.tty), **(env or {})}
         env[procs.MARKER_VAR] = marker
         proc = ShellProcess(
             command=command,
@@ -161,7 +184,11 @@ class TaskManager:
             script_dir=self.spool_dir,
             wrap=wrap,
             marker=marker,
+            stdio=stdio,
+            idle_timeout_s=idle_timeout_s,
         )
+        if stdio is not None:
+            proc.on_exit.append(lambda p: stdio.close())
         with self._lock:  # checked again with the add: close() must see every process it has to stop
             self._refuse_if_closed()
             self._live.add(proc)
@@ -198,12 +225,24 @@ class TaskManager:
         with self._lock:
             self._live.discard(proc)
 
+    def _interactive_count(self) -> int:
+        """Processes with an input still running (called with the lock held)."""
+        return sum(1 for p in self._live if p.stdio is not None and p.running)
+
     # -- background tasks ----------------------------------------------------------------------
-    def adopt(self, proc: ShellProcess, command: str, description: str | None, how: str) -> Task:
-        """Make a started process a background task with an id."""
+    def adopt(self, proc: ShellProcess, command: str, description: str | None, how: str,
+              task_id: str | None = None) -> Task:
+        """Make a started process a background task with an id (`bash_N`, or the caller's)."""
+        stdio = proc.stdio
+        if isinstance(stdio, Interactive) and stdio.tty:
+            reader: IncrementalReader | TerminalReader = TerminalReader(proc.spool_path, stdio.columns, stdio.rows)  # type: ignore[attr-defined]
+        else:
+            reader = IncrementalReader(proc.spool_path)
         with self._lock:
-            task_id = f"bash_{next(self._task_seq)}"
-            task = Task(task_id, command, description, proc, how, IncrementalReader(proc.spool_path))
+            task_id = task_id or f"bash_{next(self._task_seq)}"
+            if task_id in self._tasks:
+                raise ShellError(f"a task with id {task_id} exists already")
+            task = Task(task_id, command, description, proc, how, reader)
             self._tasks[task_id] = task
         proc.on_exit.append(lambda _p: self._ended(task))
         if not proc.running:  # it ended before the callback was in place
@@ -244,11 +283,57 @@ class TaskManager:
     def read(self, task_id: str, pattern: "LinearPattern | None", max_bytes: int) -> tuple[Task, str, bool]:
         """New output of a task since the last read: (task, text, truncated)."""
         task = self.get(task_id)
+        task.process.touch()
         with task.lock:
             finished = not task.process.running
-            size = task.process.output_size()
+            size = self.output_size(task)
             text, _, truncated = task.reader.read(size, finished, max_bytes, pattern)
         return task, text, truncated
+
+    def read_to(self, task: Task, size: int, max_bytes: int) -> tuple[str, bool]:
+        """A task's output up to byte `size` (what a wait saw), rendered: (text, truncated)."""
+        task.process.touch()
+        with task.lock:
+            text, _, truncated = task.reader.read(size, not task.process.running, max_bytes, None)
+        return text, truncated
+
+    def output_size(self, task: Task) -> int:
+        io = task.io
+        return io.output.size if io is not None else task.process.output_size()
+
+    def write(self, task_id: str, data: bytes) -> tuple[Task, int, int | None]:
+        """Write `data` to a task's input: (task, bytes written, the progress mark taken just
+        before, for `wait`). Raises KeyError for an unknown task, ShellError when it takes no
+        input."""
+        task = self.get(task_id)
+        io = task.io
+        if io is None:
+            raise ShellError(
+                f"{task.id} takes no input: it was started as a foreground command (moved to the "
+                "background later), so its input is /dev/null.")
+        if not task.process.running:
+            raise ShellError(f"{task.id} is not running (it {task.status_text()}); nothing can be written to it.")
+        mark = io.progress_mark() if io.tty else None
+        written = io.write(data) if data else 0
+        task.process.touch()
+        return task, written, mark
+
+    def wait(self, task: Task, since: int, timeout_s: float, quiet_s: float | None,
+             cancel_event: threading.Event | None = None, mark: int | None = None) -> WaitResult:
+        """Wait for what a task does next (pty_session.wait_for_output)."""
+        io = task.io
+        if io is None:
+            task.process.exited.wait(timeout_s)
+            return WaitResult("exited" if not task.process.running else "timeout", task.process.output_size())
+        return wait_for_output(io, since=since, timeout_s=timeout_s, quiet_s=quiet_s,
+                               cancel_event=cancel_event, mark=mark)
+
+    def forget(self, task_id: str) -> None:
+        """Drop a finished task's record (its output file stays until the session ends)."""
+        with self._lock:
+            task = self._tasks.get(task_id)
+            if task is not None and not task.process.running:
+                del self._tasks[task_id]
 
     def kill(self, task_id: str) -> tuple[Task, bool]:
         """Stop a task and its group; (task, whether it was still running)."""

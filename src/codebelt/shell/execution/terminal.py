@@ -18,10 +18,16 @@ view keeps only the rows a cursor can still move back to, and a line is capped.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pyte
 from wcwidth import wcwidth
+
+from .spool import CHUNK, read_range
+
+if TYPE_CHECKING:
+    from ...linear_regex import LinearPattern
 
 ALT_SCREEN_MODES = (47, 1047, 1049)  # xterm's alternate screen (private modes)
 MAX_LINE = 1 << 16  # characters kept per line in the line view; the rest of a longer line is dropped
@@ -137,7 +143,15 @@ class _Lines:
         self.x = max(0, self.x - 1)
 
     def tab(self) -> None:
-        self.x = min(MAX_LINE, (self.x // TAB + 1) * TAB)
+        stop = min(MAX_LINE, (self.x // TAB + 1) * TAB)
+        line = self.lines[self.y]
+        if self.x == len(line) and not self.alternate:
+            # at the end of the line the tab itself is kept (a Makefile read through a terminal
+            # must still have its tabs), its other columns as empty cells
+            line.append("\t")
+            line.extend("" for _ in range(stop - self.x - 1))
+            self._touch()
+        self.x = stop
 
     def cursor_back(self, count: int | None = None) -> None:
         self.x = max(0, self.x - (count or 1))
@@ -192,38 +206,44 @@ class _Lines:
         self._touch()
 
     def erase_in_display(self, how: int = 0, *args: Any, **kwargs: Any) -> None:
-        if how == 0 and not self.alternate:  # below the cursor: progress blocks being redrawn
+        if self.alternate:
+            return
+        if how == 0:  # below the cursor: progress blocks being redrawn
             del self.lines[self.y][self.x:]
             del self.lines[self.y + 1:]
             self._touch()
         else:
             self.screen_ops += 1
 
-    def cursor_position(self, line: int | None = None, column: int | None = None) -> None:
-        self.screen_ops += 1
+    def _addressed(self, *args: Any, **kwargs: Any) -> None:
+        # addressing the main screen (not the alternate one, which is a screen anyway): the
+        # program draws a screen rather than writing lines (top, watch, clear)
+        if not self.alternate:
+            self.screen_ops += 1
 
-    def cursor_to_line(self, line: int | None = None) -> None:
-        self.screen_ops += 1
-
-    def reverse_index(self) -> None:
-        self.screen_ops += 1
+    cursor_position = cursor_to_line = reverse_index = _addressed
 
     def set_mode(self, *modes: int, **kwargs: Any) -> None:
         if kwargs.get("private") and any(m in ALT_SCREEN_MODES for m in modes):
             self.alternate = True
-            self.screen_ops += 1
 
     def reset_mode(self, *modes: int, **kwargs: Any) -> None:
         if kwargs.get("private") and any(m in ALT_SCREEN_MODES for m in modes):
             self.alternate = False
 
     # -- reading -----------------------------------------------------------------------------
-    def take(self) -> str:
+    def take(self, partial: bool = True) -> str:
         """The text written since the last take: the rows from the first one changed, the row a
-        previous take ended on only from where that take stopped when it was merely continued."""
+        previous take ended on only from where that take stopped when it was merely continued.
+        `partial=False`: complete lines only; the unfinished last row stays for the next take."""
         if self.dirty is None:
             return ""
-        rows = [self._row_text(i) for i in range(self.dirty, len(self.lines))]
+        end = len(self.lines) if partial else len(self.lines) - 1
+        if end <= self.dirty:
+            return ""
+        rows = [self._row_text(i) for i in range(self.dirty, end)]
+        if not partial:
+            rows.append("")  # the lines taken end with their newline
         first_abs = self.base + self.dirty
         if first_abs == self.taken_row and rows:
             # the row was continued: only what follows the part already returned is new (a
@@ -233,26 +253,22 @@ class _Lines:
                     rows[0] = rows[0][len(prefix):]
                     break
         # the cursor's own row is unfinished: it is returned as it stands, and continued later
-        last_abs = self.base + len(self.lines) - 1
-        if rows and not rows[-1] and self.y == len(self.lines) - 1 and len(rows) > 1:
+        last = end - 1 if partial else end
+        if rows and not rows[-1] and len(rows) > 1 and (not partial or self.y == len(self.lines) - 1):
             rows.pop()  # a final newline: the text ends with it
             text = "\n".join(rows) + "\n"
         else:
             text = "\n".join(rows)
-        self.taken_row = last_abs
-        self.taken_prefix = self._row_text(len(self.lines) - 1)
-        self.dirty = None
+        self.taken_row = self.base + last
+        self.taken_prefix = self._row_text(last) if last < len(self.lines) and partial else ""
+        self.dirty = None if partial else len(self.lines) - 1
         self._trim()
         return text
 
     def _row_text(self, i: int) -> str:
-        """A row without its trailing blanks, except on the cursor's row, which keeps what
-        precedes the cursor (a prompt's final space)."""
-        text = "".join(self.lines[i])
-        stripped = text.rstrip()
-        if i == self.y and self.x > len(stripped):
-            return text[: self.x]
-        return stripped
+        """A row as drawn: characters written stay, trailing spaces included; cells only skipped
+        over by the cursor are not text."""
+        return "".join(self.lines[i])
 
     def _trim(self) -> None:
         # Only the rows a cursor can still move back to are kept (a screen's height).
@@ -279,8 +295,17 @@ class _Both:
         b = getattr(self._lines, name)
 
         def both(*args: Any, **kwargs: Any) -> None:
-            a(*args, **kwargs)
-            b(*args, **kwargs)
+            # A program's output is arbitrary bytes: a sequence the emulator does not expect
+            # (a private flag on SGR, a parameter out of range) is dropped, never raised.
+            for listener in (a, b):
+                try:
+                    listener(*args, **kwargs)
+                except Exception:  # noqa: BLE001
+                    if kwargs:
+                        try:
+                            listener(*args)
+                        except Exception:  # noqa: BLE001
+                            pass
 
         setattr(self, name, both)
         return both
@@ -306,13 +331,13 @@ class Terminal:
         """Whether a full-screen program owns the terminal now (the alternate screen)."""
         return self.screen.alternate
 
-    def take(self) -> Rendered:
+    def take(self, partial: bool = True) -> Rendered:
         """What is new since the last take. A full-screen program (on the alternate screen now,
         or one that cleared or addressed the screen since) is shown as its screen; anything
-        else as the lines it wrote."""
+        else as the lines it wrote (`partial=False`: complete lines only)."""
         screen = self.screen.alternate or self.lines.screen_ops > 0
         self.lines.screen_ops = 0
-        new_lines = self.lines.take()
+        new_lines = self.lines.take(partial or screen)
         if screen:
             return Rendered(self.screen_text(), True)
         return Rendered(new_lines, False)
@@ -334,3 +359,53 @@ def render_once(data: bytes, columns: int = 80, rows: int = 24) -> Rendered:
     term = Terminal(columns, rows)
     term.feed(data)
     return term.take()
+
+
+class TerminalReader:
+    """What a program on a terminal added to its spool file since the last read, rendered
+    (the terminal counterpart of spool.IncrementalReader, with the same `read`). Bytes are fed
+    to the emulator once, in order; when more arrived than can be shown, only the last
+    `FEED_LIMIT` bytes are fed (a full-screen program redraws, a line program's end is what
+    matters), and the text says how much was skipped and where the whole output is."""
+
+    FEED_LIMIT = 1 << 20
+
+    def __init__(self, path: Path, columns: int = 80, rows: int = 24):
+        self.path = path
+        self.offset = 0
+        self.terminal = Terminal(columns, rows)
+        self.screen = False  # the last read showed a full screen
+
+    def read(self, size: int, finished: bool, max_bytes: int,
+             pattern: "LinearPattern | None" = None) -> tuple[str, int, bool]:
+        start, end = self.offset, size
+        if end <= start:
+            return "", 0, False
+        skipped = 0
+        if end - start > self.FEED_LIMIT:
+            skipped = end - start - self.FEED_LIMIT
+            start = end - self.FEED_LIMIT
+        pos = start
+        while pos < end:  # in pieces: memory stays bounded
+            chunk = read_range(self.path, pos, min(end, pos + CHUNK))
+            if not chunk:
+                break
+            self.terminal.feed(chunk)
+            pos += len(chunk)
+        self.offset = end
+        # with a filter, a line is judged whole: an unfinished one waits while the program runs
+        shown = self.terminal.take(partial=pattern is None or finished)
+        self.screen = shown.screen
+        text = shown.text
+        if pattern is not None:
+            blob = text.encode("utf-8", "replace")
+            text = "\n".join(blob[a:b].decode("utf-8", "replace") for a, b in pattern.matching_lines(blob))
+        truncated = bool(skipped)
+        if len(text) > max_bytes:
+            half = max_bytes // 2
+            text = (text[:half] + f"\n... [{len(text) - 2 * half:,} characters of output skipped; the full output "
+                    f"is in {self.path}] ...\n" + text[-half:])
+            truncated = True
+        if skipped:
+            text = f"... [{skipped:,} bytes of output skipped; the full output is in {self.path}] ...\n" + text
+        return text, (end - start) + skipped, truncated

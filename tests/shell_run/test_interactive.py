@@ -1,0 +1,262 @@
+"""Interactive programs driven through the tools: Bash run_in_background puts a command on a
+pseudo-terminal, TaskInput types into it, TaskOutput reads it. Real programs throughout:
+python3 -i, git rebase -i in vi, a password prompt, less, a dev server queried with curl, a
+full-screen program. The `shell` fixture fails a test that leaves any process behind."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+
+from tests.sandbox.conftest import backend_unusable
+
+
+def start(s, command: str) -> str:
+    r = s.call("Bash", {"command": command, "run_in_background": True})
+    assert not r.is_error, r.text
+    return r.data["backgroundTaskId"]
+
+
+def send(s, tid: str, text: str = "", wait_ms: int = 10_000):
+    r = s.call("TaskInput", {"task_id": tid, "input": text, "wait_ms": wait_ms})
+    assert not r.is_error, r.text
+    return r
+
+
+def until(s, tid: str, needle: str, within: float = 15.0, seen: str = "") -> str:
+    """Everything the task printed until `needle` shows up (reading as it comes; `seen`: what
+    was already read)."""
+    deadline = time.monotonic() + within
+    while needle not in seen:
+        assert time.monotonic() < deadline, f"{needle!r} never came; got {seen!r}"
+        seen += send(s, tid, "", 500).data["stdout"]
+    return seen
+
+
+def test_python_repl_define_call_interrupt_and_eof(shell):
+    s = shell.session()
+    tid = start(s, "python3 -i -q")
+    assert ">>> " in until(s, tid, ">>> ")
+    r = send(s, tid, "def double(x):\n    return 2 * x\n\n")
+    assert r.data["waitingForInput"] and r.data["stdout"].endswith(">>> ")
+    r = send(s, tid, "double(21)\n")
+    assert "42\n>>> " in r.data["stdout"], r.text
+    assert "is waiting for input" in r.text
+    r = send(s, tid, "print('looping'); exec('while True: pass')\n", 300)
+    until(s, tid, "looping", seen=r.data["stdout"])
+    r = send(s, tid, "", 300)  # busy: not waiting for input, so the wait runs out
+    assert r.data["status"] == "running" and not r.data["waitingForInput"]
+    r = send(s, tid, "\u0003")  # Ctrl-C through the terminal: SIGINT to the foreground job
+    assert "KeyboardInterrupt" in until(s, tid, ">>> ", seen=r.data["stdout"])
+    assert "42" in send(s, tid, "double(21)\n").data["stdout"]  # the interpreter survived
+    r = send(s, tid, "\u0004")  # Ctrl-D: end of input, the REPL exits
+    assert r.data["status"] == "completed" and r.data["exitCode"] == 0, r.text
+
+
+def test_a_password_prompt_reads_with_echo_off(shell):
+    s = shell.session()
+    tid = start(s, "read -r -s -p 'Password: ' pw; echo; echo \"got ${#pw} characters\"; "
+                   "python3 -c 'import getpass; print(\"second:\", len(getpass.getpass(\"Again: \")))'")
+    assert until(s, tid, "Password: ")
+    r = send(s, tid, "hunter22\n")
+    assert "hunter22" not in r.data["stdout"]  # not echoed: the terminal's echo is off
+    text = until(s, tid, "Again: ", seen=r.data["stdout"])
+    assert "got 8 characters" in text
+    r = send(s, tid, "secret!\n")  # getpass opens /dev/tty: the controlling terminal is ours
+    assert "second: 7" in r.data["stdout"] and "secret!" not in r.data["stdout"]
+
+
+def test_less_on_a_long_file_shows_its_screen(shell):
+    if not shutil.which("less"):
+        pytest.skip("less is not installed")
+    (shell.ws / "long.txt").write_text("".join(f"line {i:04d}\n" for i in range(1, 2001)))
+    s = shell.session()
+    tid = start(s, "less long.txt")
+    r = send(s, tid, "")
+    while "line 0001" not in r.data["stdout"]:
+        r = send(s, tid, "", 1000)
+    assert r.data["screen"] and "<screen>" in r.text and "\x1b" not in r.text
+    first = r.data["stdout"].splitlines()
+    assert first[0] == "line 0001" and "line 0023" in r.data["stdout"] and "line 0030" not in r.data["stdout"]
+    r = send(s, tid, " ")  # next page
+    assert r.data["screen"] and "line 0024" in r.data["stdout"] and "line 0001" not in r.data["stdout"]
+    r = send(s, tid, "/line 1500\n")  # search
+    assert "line 1500" in r.data["stdout"]
+    r = send(s, tid, "G")
+    assert "line 2000" in r.data["stdout"]
+    r = send(s, tid, "q")
+    assert r.data["status"] == "completed", r.text
+
+
+def test_a_full_screen_program_is_rendered_as_its_screen(shell):
+    # Draws with absolute cursor addressing on the alternate screen, then overwrites a cell.
+    script = ("import sys, time\n"
+              "w = sys.stdout.write\n"
+              "w('\\x1b[?1049h\\x1b[2J\\x1b[H')\n"
+              "w('\\x1b[1;31m+--------+\\x1b[0m\\x1b[2;1H| status |\\x1b[3;1H+--------+')\n"
+              "w('\\x1b[5;10Hcount: 1\\x1b[5;17H7')\n"
+              "sys.stdout.flush(); input(); w('\\x1b[?1049l'); print('bye')\n")
+    (shell.ws / "tui.py").write_text(script)
+    s = shell.session()
+    tid = start(s, "python3 tui.py")
+    r = send(s, tid, "")
+    while "count" not in r.data["stdout"]:
+        r = send(s, tid, "", 1000)
+    assert r.data["screen"]
+    assert r.data["stdout"].splitlines()[:5] == ["+--------+", "| status |", "+--------+", "", "         count: 7"]
+    assert "\x1b" not in r.text
+    r = send(s, tid, "\n")
+    assert r.data["status"] == "completed" and "bye" in r.data["stdout"] and not r.data["screen"]
+
+
+def git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def repo(shell):
+    if not shutil.which("git") or not shutil.which("vi"):
+        pytest.skip("git and vi are needed")
+    r = shell.ws
+    git(r, "init", "-q", "-b", "main")
+    git(r, "config", "user.email", "t@example.com")
+    git(r, "config", "user.name", "T")
+    for i in (1, 2, 3):
+        (r / f"f{i}.txt").write_text(f"{i}\n")
+        git(r, "add", ".")
+        git(r, "commit", "-qm", f"commit {i}")
+    return r
+
+
+def test_git_rebase_interactive_in_a_real_editor(shell, repo):
+    s = shell.session()
+    tid = start(s, "EDITOR=vi git rebase -i HEAD~2")
+    r = send(s, tid, "")
+    while "pick" not in r.data["stdout"]:
+        r = send(s, tid, "", 1000)
+    assert r.data["screen"] and "commit 2" in r.data["stdout"] and "commit 3" in r.data["stdout"]
+    # squash the last commit into the one before: line 2, word 1 → "squash"; save and quit
+    r = send(s, tid, "2Gcwsquash\u001b:wq\n")
+    while "This is a combination of 2 commits" not in r.data["stdout"]:
+        r = send(s, tid, "", 1000)  # the commit message editor opens next
+    assert r.data["screen"] and r.data["waitingForInput"]
+    send(s, tid, ":wq\n")
+    for _ in range(20):
+        if s.tasks()[0]["status"] != "running":
+            break
+        send(s, tid, "", 500)
+    assert s.tasks()[0]["status"] == "completed", s.tasks()
+    log = git(repo, "log", "--format=%s")
+    assert log.splitlines()[0] == "commit 2" and len(log.splitlines()) == 2
+
+
+def test_git_rebase_interactive_in_plain_bash_does_not_wait_for_an_editor(shell, repo):
+    s = shell.session()
+    began = time.monotonic()
+    r = s.call("Bash", {"command": "git rebase -i HEAD~2 && git commit --allow-empty 2>&1; echo status $?",
+                        "timeout": 20_000})
+    assert time.monotonic() - began < 15 and not r.is_error, r.text
+    assert "empty commit message" in r.text or "Aborting commit" in r.text, r.text
+    assert len(git(repo, "log", "--format=%s").splitlines()) == 3
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_dev_server_started_in_one_call_answers_curl_in_another(shell):
+    if not shutil.which("curl"):
+        pytest.skip("curl is not installed")
+    (shell.ws / "index.html").write_text("hello from the dev server\n")
+    port = free_port()
+    s = shell.session()
+    tid = start(s, f"python3 -m http.server {port} --bind 127.0.0.1")
+    until(s, tid, "Serving HTTP")
+    r = s.call("Bash", {"command": f"curl -s http://127.0.0.1:{port}/index.html"})
+    assert r.text.strip() == "hello from the dev server", r.text
+    assert "GET /index.html" in send(s, tid, "", 2000).data["stdout"]  # the server's log line
+    assert s.call("TaskStop", {"task_id": tid}).data["wasRunning"]
+
+
+def test_a_session_left_idle_past_its_timeout_is_stopped(shell):
+    s = shell.session(bash={"interactiveIdleTimeoutMs": 400})
+    tid = start(s, "python3 -i -q")
+    until(s, tid, ">>> ")
+    deadline = time.monotonic() + 10
+    while s.tasks()[0]["status"] == "running":
+        assert time.monotonic() < deadline, "the idle session was not stopped"
+        time.sleep(0.1)
+    task = s.tasks()[0]
+    assert task["status"] == "killed" and "idle timeout" in task["status_text"]
+    r = s.call("TaskInput", {"task_id": tid, "input": "1\n"})
+    assert r.is_error and "not running" in r.text
+
+
+def test_reading_and_writing_keep_a_session_alive(shell):
+    s = shell.session(bash={"interactiveIdleTimeoutMs": 1500})
+    tid = start(s, "python3 -i -q")
+    until(s, tid, ">>> ")
+    for i in range(6):  # 3 s in all, each call well inside the idle timeout
+        time.sleep(0.5)
+        until(s, tid, f"{i * 1111 * 3}\n>>> ", seen=send(s, tid, f"{i * 1111} * 3\n").data["stdout"])
+    assert s.tasks()[0]["status"] == "running"
+
+
+def test_input_to_unknown_finished_and_foreground_tasks_is_refused(shell):
+    s = shell.session(bash={"autoBackgroundMs": 300})
+    r = s.call("TaskInput", {"task_id": "bash_9", "input": "x"})
+    assert r.is_error and "No background shell with id 'bash_9'" in r.text
+    done = start(s, "true")
+    s.call("TaskOutput", {"task_id": done})
+    r = s.call("TaskInput", {"task_id": done, "input": "x"})
+    assert r.is_error and "not running" in r.text
+    moved = s.call("Bash", {"command": "sleep 20"}).data["backgroundTaskId"]
+    r = s.call("TaskInput", {"task_id": moved, "input": "x"})
+    assert r.is_error and "takes no input" in r.text
+    s.call("TaskStop", {"task_id": moved})
+
+
+def test_every_write_is_audited(shell, audit_db):
+    import sqlite3
+
+    s = shell.session()
+    tid = start(s, "cat")
+    send(s, tid, "typed line\n")
+    s.call("TaskStop", {"task_id": tid})
+    s.close()
+    rows = sqlite3.connect(audit_db).execute("SELECT tool, input FROM calls WHERE tool = 'TaskInput'").fetchall()
+    assert rows and "typed line" in rows[0][1]
+
+
+def test_live_sessions_are_capped(shell):
+    s = shell.session(bash={"maxInteractive": 2})
+    a, b = start(s, "cat"), start(s, "cat")
+    r = s.call("Bash", {"command": "cat", "run_in_background": True})
+    assert r.is_error and "2 processes that take input" in r.text
+    s.call("TaskStop", {"task_id": a})
+    start(s, "cat")  # a slot is free again
+    s.call("TaskStop", {"task_id": b})
+
+
+@pytest.mark.parametrize("sandbox", ["off", "bwrap", "landlock"])
+def test_nothing_is_left_running_after_close_in_every_backend(shell, sandbox):
+    if sandbox != "off" and (why := backend_unusable(sandbox)):
+        pytest.skip(f"{sandbox}: {why}")
+    token = shell.token(f"cbpty{sandbox}")
+    s = shell.session(sandbox=sandbox)
+    assert s.sandbox().status.backend == (None if sandbox == "off" else sandbox)
+    repl = start(s, f"python3 -i -q -c 'import sys; sys.argv.append(\"{token}\")'")
+    until(s, repl, ">>> ")
+    assert "3" in send(s, repl, "1 + 2\n").data["stdout"]
+    until(s, repl, "looping", seen=send(s, repl, "print('looping'); exec('while True: pass')\n", 200).data["stdout"])
+    assert "KeyboardInterrupt" in until(s, repl, ">>> ", seen=send(s, repl, "\u0003").data["stdout"])
+    # a child that ignores SIGHUP and SIGTERM, in the background of the terminal's shell
+    shell_tid = start(s, f"trap '' HUP TERM; sleep 300 & echo {token} started; wait")
+    until(s, shell_tid, "started")
+    s.close()  # the `shell` fixture fails the test if anything of either is still alive
