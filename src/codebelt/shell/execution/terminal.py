@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from ...linear_regex import LinearPattern
 
 ALT_SCREEN_MODES = (47, 1047, 1049)  # xterm's alternate screen (private modes)
-MAX_LINE = 1 << 16  # characters kept per line in the line view; the rest of a longer line is dropped
+MAX_LINE = 1 << 20  # characters kept per line in the line view; the rest of a longer line is dropped
+SCREEN_FEED = 1 << 14  # bytes a screen is rebuilt from at most (the end of what arrived)
 TAB = 8
 
 
@@ -89,16 +90,29 @@ class _Lines:
 
     # -- pyte events -----------------------------------------------------------------------
     def __getattr__(self, name: str):  # events the line view has no use for (colours, titles …)
+        if name.startswith("__"):
+            raise AttributeError(name)
         return _ignore
 
     def _touch(self) -> None:
         if self.dirty is None or self.y < self.dirty:
             self.dirty = self.y
 
-    def draw(self, text: str) -> None:
+    def draw(self, text: str, *_: Any, **__: Any) -> None:
         if self.alternate:
             return
         line = self.lines[self.y]
+        if text.isascii():  # one column per character: whole slices, not a loop per character
+            room = MAX_LINE - self.x
+            if room <= 0:
+                return
+            text = text[:room]
+            if self.x > len(line):
+                line.extend(" " * (self.x - len(line)))
+            line[self.x:self.x + len(text)] = text
+            self.x += len(text)
+            self._touch()
+            return
         for ch in text:
             width = wcwidth(ch)
             if width == 0 and line and self.x > 0:  # a combining mark joins the character before it
@@ -123,7 +137,7 @@ class _Lines:
                 self.x += 1
         self._touch()
 
-    def linefeed(self) -> None:
+    def linefeed(self, *_: Any, **__: Any) -> None:
         if self.alternate:
             return
         self._touch()  # the row it ends is part of what was written, empty or not
@@ -136,13 +150,13 @@ class _Lines:
 
     index = linefeed
 
-    def carriage_return(self) -> None:
+    def carriage_return(self, *_: Any, **__: Any) -> None:
         self.x = 0
 
-    def backspace(self) -> None:
+    def backspace(self, *_: Any, **__: Any) -> None:
         self.x = max(0, self.x - 1)
 
-    def tab(self) -> None:
+    def tab(self, *_: Any, **__: Any) -> None:
         stop = min(MAX_LINE, (self.x // TAB + 1) * TAB)
         line = self.lines[self.y]
         if self.x == len(line) and not self.alternate:
@@ -153,22 +167,22 @@ class _Lines:
             self._touch()
         self.x = stop
 
-    def cursor_back(self, count: int | None = None) -> None:
+    def cursor_back(self, count: int | None = None, *_: Any, **__: Any) -> None:
         self.x = max(0, self.x - (count or 1))
 
-    def cursor_forward(self, count: int | None = None) -> None:
+    def cursor_forward(self, count: int | None = None, *_: Any, **__: Any) -> None:
         self.x = min(MAX_LINE, self.x + (count or 1))
 
-    def cursor_to_column(self, column: int | None = None) -> None:
+    def cursor_to_column(self, column: int | None = None, *_: Any, **__: Any) -> None:
         self.x = max(0, (column or 1) - 1)
 
-    def cursor_up(self, count: int | None = None) -> None:
+    def cursor_up(self, count: int | None = None, *_: Any, **__: Any) -> None:
         self.y = max(0, self.y - (count or 1))
         self._touch()
 
     cursor_up1 = cursor_up
 
-    def cursor_down(self, count: int | None = None) -> None:
+    def cursor_down(self, count: int | None = None, *_: Any, **__: Any) -> None:
         self.y += count or 1
         while self.y >= len(self.lines):
             self.lines.append([])
@@ -176,7 +190,7 @@ class _Lines:
 
     cursor_down1 = cursor_down
 
-    def erase_in_line(self, how: int = 0, private: bool = False) -> None:
+    def erase_in_line(self, how: int = 0, private: bool = False, *_: Any, **__: Any) -> None:
         if self.alternate:
             return
         line = self.lines[self.y]
@@ -188,17 +202,17 @@ class _Lines:
             line.clear()
         self._touch()
 
-    def delete_characters(self, count: int | None = None) -> None:
+    def delete_characters(self, count: int | None = None, *_: Any, **__: Any) -> None:
         del self.lines[self.y][self.x: self.x + (count or 1)]
         self._touch()
 
-    def erase_characters(self, count: int | None = None) -> None:
+    def erase_characters(self, count: int | None = None, *_: Any, **__: Any) -> None:
         line = self.lines[self.y]
         for i in range(self.x, min(len(line), self.x + (count or 1))):
             line[i] = " "
         self._touch()
 
-    def insert_characters(self, count: int | None = None) -> None:
+    def insert_characters(self, count: int | None = None, *_: Any, **__: Any) -> None:
         line = self.lines[self.y]
         if self.x < len(line):
             line[self.x:self.x] = [" "] * (count or 1)
@@ -283,59 +297,88 @@ def _ignore(*args: Any, **kwargs: Any) -> None:
     return None
 
 
-class _Both:
-    """One parse, two listeners: every event goes to the screen and to the line view."""
+class _Guarded:
+    """A listener whose events never raise: a program's output is arbitrary bytes, and a
+    sequence the emulator does not expect (a private flag on SGR, a parameter out of range) is
+    dropped. `direct`: events the listener takes as they come (they accept anything)."""
 
-    def __init__(self, screen: _Screen, lines: _Lines):
-        self._screen = screen
-        self._lines = lines
+    def __init__(self, listener: Any, direct: tuple[str, ...] = ()):
+        self._listener = listener
+        self._direct = direct
 
     def __getattr__(self, name: str):
-        a = getattr(self._screen, name, _ignore)
-        b = getattr(self._lines, name)
+        event = getattr(self._listener, name, _ignore)
+        if name in self._direct:
+            setattr(self, name, event)
+            return event
 
-        def both(*args: Any, **kwargs: Any) -> None:
-            # A program's output is arbitrary bytes: a sequence the emulator does not expect
-            # (a private flag on SGR, a parameter out of range) is dropped, never raised.
-            for listener in (a, b):
-                try:
-                    listener(*args, **kwargs)
-                except Exception:  # noqa: BLE001
-                    if kwargs:
-                        try:
-                            listener(*args)
-                        except Exception:  # noqa: BLE001
-                            pass
+        def guarded(*args: Any, **kwargs: Any) -> None:
+            try:
+                event(*args, **kwargs)
+            except Exception:  # noqa: BLE001
+                if kwargs:
+                    try:
+                        event(*args)
+                    except Exception:  # noqa: BLE001
+                        pass
 
-        setattr(self, name, both)
-        return both
+        setattr(self, name, guarded)
+        return guarded
 
 
 class Terminal:
-    """Feed it a program's output bytes; `take()` says what is new, as text."""
+    """Feed it a program's output bytes; `take()` says what is new, as text.
+
+    The line view sees every byte (its events are cheap). The screen, whose emulation costs
+    about a microsecond per byte, is fed at each take with what arrived since — at most the
+    last SCREEN_FEED bytes, on a fresh screen when more arrived: a full-screen program redraws
+    what it shows, and a line program's screen is never shown."""
 
     def __init__(self, columns: int = 80, rows: int = 24):
         self.columns = columns
         self.rows = rows
         self.screen = _Screen(columns, rows)
         self.lines = _Lines(rows)
-        self._stream = pyte.ByteStream(_Both(self.screen, self.lines))  # type: ignore[arg-type]
+        self._stream = pyte.ByteStream(self.lines)  # type: ignore[arg-type]  # its events take any arguments
         self._stream.use_utf8 = True
+        self._screen_stream = self._new_screen_stream()
+        self._pending = bytearray()
+        self._overflowed = False
+
+    def _new_screen_stream(self) -> pyte.ByteStream:
+        stream = pyte.ByteStream(_Guarded(self.screen))  # type: ignore[arg-type]
+        stream.use_utf8 = True
+        return stream
 
     def feed(self, data: bytes) -> None:
-        if data:
-            self._stream.feed(data)
+        if not data:
+            return
+        self._stream.feed(data)
+        self._pending += data
+        if len(self._pending) > SCREEN_FEED:
+            del self._pending[:len(self._pending) - SCREEN_FEED]
+            self._overflowed = True
+
+    def _update_screen(self) -> None:
+        """Bring the screen up to date: only when it is shown (a line program's never is)."""
+        if self._overflowed:
+            self.screen = _Screen(self.columns, self.rows)
+            self._screen_stream = self._new_screen_stream()
+            self._overflowed = False
+        if self._pending:
+            self._screen_stream.feed(bytes(self._pending))
+            self._pending.clear()
 
     @property
     def full_screen(self) -> bool:
         """Whether a full-screen program owns the terminal now (the alternate screen)."""
-        return self.screen.alternate
+        return self.lines.alternate
 
     def take(self, partial: bool = True) -> Rendered:
         """What is new since the last take. A full-screen program (on the alternate screen now,
         or one that cleared or addressed the screen since) is shown as its screen; anything
         else as the lines it wrote (`partial=False`: complete lines only)."""
-        screen = self.screen.alternate or self.lines.screen_ops > 0
+        screen = self.lines.alternate or self.lines.screen_ops > 0
         self.lines.screen_ops = 0
         new_lines = self.lines.take(partial or screen)
         if screen:
@@ -343,7 +386,12 @@ class Terminal:
         return Rendered(new_lines, False)
 
     def screen_text(self) -> str:
-        rows = [row.rstrip() for row in self.screen.display]
+        self._update_screen()
+        # pyte's own `display` asserts on cells a hostile sequence can leave empty: read the
+        # cells directly (a wide character's second cell is empty, so it joins to nothing)
+        screen = self.screen
+        rows = ["".join(screen.buffer[y][x].data for x in range(screen.columns)).rstrip()
+                for y in range(screen.lines)]
         while rows and not rows[-1]:
             rows.pop()
         return "\n".join(rows)
@@ -381,26 +429,17 @@ class TerminalReader:
         start, end = self.offset, size
         if end <= start:
             return "", 0, False
+        if pattern is not None:
+            return self._read_filtered(start, end, finished, max_bytes, pattern)
         skipped = 0
         if end - start > self.FEED_LIMIT:
             skipped = end - start - self.FEED_LIMIT
             start = end - self.FEED_LIMIT
-        pos = start
-        while pos < end:  # in pieces: memory stays bounded
-            chunk = read_range(self.path, pos, min(end, pos + CHUNK))
-            if not chunk:
-                break
-            self.terminal.feed(chunk)
-            pos += len(chunk)
+        self._feed(start, end)
         self.offset = end
-        # with a filter, a line is judged whole: an unfinished one waits while the program runs
-        shown = self.terminal.take(partial=pattern is None or finished)
+        shown = self.terminal.take()
         self.screen = shown.screen
-        text = shown.text
-        if pattern is not None:
-            blob = text.encode("utf-8", "replace")
-            text = "\n".join(blob[a:b].decode("utf-8", "replace") for a, b in pattern.matching_lines(blob))
-        truncated = bool(skipped)
+        text, truncated = shown.text, bool(skipped)
         if len(text) > max_bytes:
             half = max_bytes // 2
             text = (text[:half] + f"\n... [{len(text) - 2 * half:,} characters of output skipped; the full output "
@@ -409,3 +448,38 @@ class TerminalReader:
         if skipped:
             text = f"... [{skipped:,} bytes of output skipped; the full output is in {self.path}] ...\n" + text
         return text, (end - start) + skipped, truncated
+
+    def _feed(self, start: int, end: int) -> None:
+        pos = start
+        while pos < end:  # in pieces: memory stays bounded
+            chunk = read_range(self.path, pos, min(end, pos + CHUNK))
+            if not chunk:
+                break
+            self.terminal.feed(chunk)
+            pos += len(chunk)
+
+    def _read_filtered(self, start: int, end: int, finished: bool, max_bytes: int,
+                       pattern: "LinearPattern") -> tuple[str, int, bool]:
+        """Every line is judged (the whole new output is fed, a piece at a time); only complete
+        lines while the program runs, an unfinished one waits for the next read."""
+        kept: list[str] = []
+        budget, left_out = max_bytes, False
+        pos = start
+        while pos < end:
+            step = min(end, pos + CHUNK)
+            self._feed(pos, step)
+            pos = step
+            last = pos >= end
+            blob = self.terminal.take(partial=finished and last).text.encode("utf-8", "replace")
+            for a, b in pattern.matching_lines(blob):
+                if b - a <= budget:
+                    kept.append(blob[a:b].decode("utf-8", "replace"))
+                    budget -= b - a + 1
+                else:
+                    left_out = True
+        self.offset = end
+        self.screen = False
+        text = "\n".join(kept)
+        if left_out:
+            text += "\n... [more matching lines were skipped: too much output for one read] ..."
+        return text, end - start, left_out
