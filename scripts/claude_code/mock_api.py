@@ -15,8 +15,12 @@ import itertools
 import json
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import sys
+from pathlib import Path
 from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from scripted_http import NOT_FOUND, ScriptedServer, sse  # noqa: E402
 
 # The prompt of every recording: requests whose first user turn carries it are the main
 # conversation; anything else Claude Code asks a model (titles, summaries) gets a short answer.
@@ -69,10 +73,6 @@ def _is_main(request: dict[str, Any]) -> bool:
 _ids = itertools.count(1)
 
 
-def _sse(events: list[tuple[str, dict[str, Any]]]) -> bytes:
-    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
-
-
 class MockMessagesAPI:
     """`with MockMessagesAPI(steps) as api:` … `api.base_url`, then `api.recording`.
 
@@ -88,68 +88,30 @@ class MockMessagesAPI:
         self.recording = Recording()
         self._lock = threading.Lock()
         self._asked: dict[int, int] = {}
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: ScriptedServer | None = None
 
     @property
     def base_url(self) -> str:
         assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return self._server.base_url
 
     def __enter__(self) -> "MockMessagesAPI":
-        api = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:  # quiet
-                pass
-
-            def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
-                self.send_response(status)
-                self.send_header("content-type", content_type)
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_HEAD(self) -> None:
-                self._send(200, b"")
-
-            def do_GET(self) -> None:
-                self._send(404, b'{"type":"error","error":{"type":"not_found_error","message":"mock"}}')
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length)
-                try:
-                    request = json.loads(raw)
-                except ValueError:
-                    self._send(400, b"{}")
-                    return
-                path = self.path.split("?")[0]
-                if path.endswith("/count_tokens"):
-                    self._send(200, json.dumps({"input_tokens": len(raw) // 4}).encode())
-                    return
-                if not path.endswith("/v1/messages"):
-                    self._send(404, b'{"type":"error","error":{"type":"not_found_error","message":"mock"}}')
-                    return
-                message = api._answer(request)
-                if request.get("stream"):
-                    self._send(200, _stream(message), "text/event-stream")
-                else:
-                    self._send(200, json.dumps(message).encode())
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        self._server = ScriptedServer(self._http).__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            self._server.__exit__(*exc)
+
+    def _http(self, path: str, request: Any, headers: dict[str, str]) -> tuple[int, bytes, str]:
+        if path.endswith("/count_tokens"):
+            return 200, json.dumps({"input_tokens": len(json.dumps(request)) // 4}).encode(), "application/json"
+        if not path.endswith("/v1/messages"):
+            return 404, NOT_FOUND, "application/json"
+        message = self._answer(request)
+        if request.get("stream"):
+            return 200, _stream(message), "text/event-stream"
+        return 200, json.dumps(message).encode(), "application/json"
 
     # -- answering -----------------------------------------------------------------------------
     def _answer(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -224,4 +186,4 @@ def _stream(message: dict[str, Any]) -> bytes:
                                      "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
                                      "usage": {"output_tokens": 1}}))
     events.append(("message_stop", {"type": "message_stop"}))
-    return _sse(events)
+    return sse(events)

@@ -118,9 +118,10 @@ def _content(spec: Any) -> bytes:
     raise ValueError(f"unknown file spec {spec!r}")
 
 
-def build_workspace(name: str, dest: Path) -> None:
-    """Create workspace `name` in the empty directory `dest`, with fixed mtimes."""
-    spec = _workspaces()[name]
+def build_workspace(name: str, dest: Path, workspaces: dict[str, Any] | None = None) -> None:
+    """Create workspace `name` (of workspaces.json, or of `workspaces`) in the empty directory
+    `dest`, with fixed mtimes."""
+    spec = (workspaces or _workspaces())[name]
     dest.mkdir(parents=True, exist_ok=True)
     if spec.get("git"):
         subprocess.run(["git", "init", "-q", str(dest)], check=True)
