@@ -41,6 +41,9 @@ WRITE_DEADLINE_S = 5.0  # a program that stops reading its input cannot hold a w
 DRAIN_S = 0.5  # how long output still arriving after the process exited is waited for, at most
 STOP_QUIET_S = 0.02  # … the pump stops sooner once nothing arrived for this long
 CONFIRM_S = 0.001  # "waiting for input" must still hold this much later, with no new output
+# … and this much when nothing at all came back after a write: a program's output reaches the
+# terminal's other side asynchronously, so under load it can lag behind the program going to sleep
+CONFIRM_SILENT_S = 0.02
 # Syscalls a process is blocked in when it waits for input (x86-64 and aarch64 numbers):
 # read/readv/pread on the terminal, or one of the poll/select family.
 _READS = {"x86_64": {0, 17, 19}, "aarch64": {63, 65, 67}}
@@ -475,7 +478,7 @@ def wait_for_output(io: Interactive, *, since: int, timeout_s: float, quiet_s: f
     deadline = start + max(0.0, timeout_s)
     poll = 0.0005  # the waiting-for-input check backs off to 20 ms
     out = io.output
-    seen_waiting: int | None = None  # output size when the program was last seen waiting
+    seen_waiting: tuple[int, float] | None = None  # (output size, since when) it has been seen waiting
     while True:
         if cancel_event is not None and cancel_event.is_set():
             return WaitResult("cancelled", out.size)
@@ -489,11 +492,13 @@ def wait_for_output(io: Interactive, *, since: int, timeout_s: float, quiet_s: f
         now = time.monotonic()
         if io.tty and (mark is None or io.progress_mark() != mark) and io.waiting_for_input():
             # Output on its way through the terminal layer is not yet visible on our side:
-            # the state must hold twice, a moment apart, with nothing new in between.
-            if seen_waiting == out.size:
+            # the state must hold a moment, with nothing new arriving meanwhile.
+            if seen_waiting is None or seen_waiting[0] != out.size:
+                seen_waiting = (out.size, now)
+            confirm = CONFIRM_SILENT_S if mark is not None and out.size <= since else CONFIRM_S
+            if now - seen_waiting[1] >= confirm:
                 return WaitResult("waiting", out.size)
-            seen_waiting = out.size
-            poll = CONFIRM_S
+            poll = CONFIRM_S / 2
         else:
             seen_waiting = None
         if quiet_s is not None and out.size > since and now - out.last_output >= quiet_s and not io.busy():
@@ -505,7 +510,7 @@ def wait_for_output(io: Interactive, *, since: int, timeout_s: float, quiet_s: f
             wait = min(wait, out.last_output + quiet_s - now)
         if io.tty:
             wait = min(wait, poll)
-            poll = min(poll * 2, 0.02) if seen_waiting is None else CONFIRM_S
+            poll = min(poll * 2, 0.02) if seen_waiting is None else CONFIRM_S / 2
         else:
             wait = min(wait, 0.05)  # the exit is noticed within this
         size_before = out.size
