@@ -211,6 +211,7 @@ class Session:
         trust_workspace: bool = False,
         trust_workspace_hooks: bool = False,
         web_summarizer: Callable[[str, str, dict[str, Any]], str] | None = None,
+        profile: str | None = None,
     ):
         root_path = Path(root).expanduser()
         if not root_path.is_dir():
@@ -224,6 +225,8 @@ class Session:
             overrides["permissions"] = {"defaultMode": mode}
         if sandbox is not None:
             overrides["sandbox"] = {"mode": sandbox}
+        if profile is not None:  # whose tool set and texts: "claude-code" or "codex"
+            overrides["compat"] = {"profile": profile}
         self.id = session_id or uuid.uuid4().hex[:12]
         self.settings: Settings = load_settings(
             root_path,
@@ -260,10 +263,12 @@ class Session:
             # WebFetch hands it (page, prompt, info) and returns its answer instead of the page
             self.web_summarizer = web_summarizer
 
-            from .tools import ToolTable, builtin_families
+            from .tools import ToolTable, builtin_families, registry
 
-            # Built-in tools are imported when first called or described, not here.
-            self._tools = ToolTable(tools)
+            # Built-in tools are imported when first called or described, not here; another
+            # profile's tool set (codex) is its own list of classes.
+            profile = self.settings.compat.profile
+            self._tools = ToolTable(tools if tools is not None or profile == "claude-code" else registry(profile))
             if self.settings.checkpoints.enabled and self.settings.checkpoints.model_tool:
                 from .tools.checkpoints import CheckpointsTool
 
@@ -672,14 +677,16 @@ class Session:
         try:
             params = tool.Input.model_validate(coerce_input(tool.Input, dict(input)))
         except ValidationError as e:
-            raise ToolError(describe_validation_error(tool.name, e, self.texts, tool.Input)) from None
+            raise ToolError(tool.input_error(dict(input), e)
+                            or describe_validation_error(tool.name, e, self.texts, tool.Input)) from None
         return _Prepared(tool, params)
 
     def _permit(self, tool: Tool, params: Any, raw: Any, ctx: ToolContext, pre: Any = None) -> Decision:
         """The call's decision. Hooks and approvals settle whether it runs; how what it starts is
         confined stays the engine's answer."""
         requests = tool.permission_requests(params, ctx)
-        decision = self.engine.decide(tool.name, requests)
+        # a tool of another profile is decided as the tool it stands for (exec_command as Bash)
+        decision = self.engine.decide(tool.rules_as or tool.name, requests)
         return self._decide(tool, params, raw, ctx, pre, requests, decision).confined(decision.confinement)
 
     def _decide(self, tool: Tool, params: Any, raw: Any, ctx: ToolContext, pre: Any, requests: list,

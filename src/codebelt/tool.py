@@ -42,6 +42,7 @@ class Image:
 
     data: str
     mime_type: str
+    detail: str | None = None  # a resolution hint for the model's API ("original": as it is)
 
 
 @dataclass(frozen=True)
@@ -237,6 +238,17 @@ class Tool:
     # None: the tool bounds its own output and is never evicted.
     max_result_chars: ClassVar[int | None] = 30_000
     search_hint: ClassVar[str] = ""
+    # A freeform tool takes raw text (its one `input` field) instead of JSON arguments where the
+    # API allows (the OpenAI Responses API's custom tools): the text's format, e.g. a grammar.
+    freeform: ClassVar[dict[str, Any] | None] = None
+    # the tool whose permission rules decide this one's calls, when another profile's tool does
+    # the same thing (exec_command is decided as Bash: `Bash(…)` rules, a bare `Bash` deny)
+    rules_as: ClassVar[str | None] = None
+
+    def input_error(self, raw: dict[str, Any], error: Any) -> str | None:
+        """The text for arguments that do not fit the schema, when the tool words it itself
+        (as the program its profile follows does); None: the session's wording."""
+        return None
 
     def is_concurrency_safe(self, params: Any) -> bool:
         """Whether this call may run alongside others (Bash decides per command)."""
@@ -297,4 +309,6 @@ class Tool:
             "open_world": cls.open_world,
             "max_result_chars": cls.max_result_chars,
             "search_hint": cls.search_hint,
+            **({"freeform": cls.freeform, "function_description": getattr(cls, "function_description", None)}
+               if cls.freeform else {}),
         }

@@ -14,7 +14,7 @@ path and `$SESSION1`, `$SESSION2` … the ids of the exec sessions earlier calls
 running (a string that is exactly a placeholder becomes the number).
 
 What is normalised, and only that:
-- the workspace's path → `$WS`;
+- the workspace's path → `$WS` (and its parent, the run's own directory, → `$WS/..`);
 - `Chunk ID: <hex>` → `Chunk ID: $CHUNK` and `Wall time: <s> seconds` → `Wall time: $WALL
   seconds` (random and timing);
 - exec session ids → `$SESSION1` … in order of appearance (random in Codex, counters here);
@@ -120,7 +120,7 @@ def normalise_text(text: str, ws: str, seen: Sessions) -> str:
     text = text.replace(ws, "$WS")
     if real != ws:
         text = text.replace(real, "$WS")
-    return text
+    return text.replace(str(Path(real).parent) + "/", "$WS/../")  # the run's own directory
 
 
 def normalise_output(output: Any, ws: str, seen: Sessions) -> Any:

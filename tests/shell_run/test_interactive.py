@@ -260,3 +260,27 @@ def test_nothing_is_left_running_after_close_in_every_backend(shell, sandbox):
     shell_tid = start(s, f"trap '' HUP TERM; sleep 300 & echo {token} started; wait")
     until(s, shell_tid, "started")
     s.close()  # the `shell` fixture fails the test if anything of either is still alive
+
+
+@pytest.mark.timeout(120)
+async def test_mcp_clients_drive_a_background_task_the_same_way(ws):
+    import sys
+
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=[
+        "-m", "codebelt.cli", "serve", "--root", str(ws), "--sandbox", "off", "--mode", "bypassPermissions"])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert {"TaskInput", "TaskOutput", "TaskStop"} <= set(tools)
+        assert tools["TaskInput"].input_schema["required"] == ["task_id"]
+        r = await client.call_tool("Bash", {"command": "python3 -i -q", "run_in_background": True})
+        tid = r.structured_content["backgroundTaskId"]
+        seen = ""
+        while ">>> " not in seen:
+            seen += (await client.call_tool("TaskInput", {"task_id": tid, "wait_ms": 2000})).structured_content["stdout"]
+        r = await client.call_tool("TaskInput", {"task_id": tid, "input": "6 * 7\n"})
+        assert "42" in r.structured_content["stdout"] and r.structured_content["waitingForInput"]
+        await client.call_tool("TaskStop", {"task_id": tid})

@@ -9,6 +9,10 @@ Responses API:
     tools = openai_tools(session, api="responses")      # [{"type": "function", "name": ..., ...}]
     input_items += run_tool_calls(session, response.output)   # function_call_output items
 
+A freeform tool (the codex profile's apply_patch) is a Responses `custom` tool with its grammar;
+its `custom_tool_call` items run with their raw `input` and get `custom_tool_call_output` items.
+In Chat Completions, which has no custom tools, it is a function with one `input` string.
+
 No OpenAI SDK is imported: calls may be dicts or the SDK's objects (read by attribute).
 """
 
@@ -36,10 +40,14 @@ def openai_tools(session: "Session", api: Api = "chat") -> list[dict[str, Any]]:
                 "type": "function",
                 "function": {
                     "name": spec["name"],
-                    "description": spec["description"],
+                    "description": spec.get("function_description") or spec["description"],
                     "parameters": spec["input_schema"],
                 },
             })
+        elif spec.get("freeform"):
+            # a freeform tool (Codex's apply_patch): the model writes the raw text, in this format
+            out.append({"type": "custom", "name": spec["name"], "description": spec["description"],
+                        "format": spec["freeform"]})
         else:
             # strict=False: codebelt's schemas have optional fields, which strict mode forbids.
             out.append({
@@ -70,6 +78,8 @@ def _calls(tool_calls: Any) -> list[tuple[str, Any]]:
             out.append(("chat", item))
         elif field(item, "type") == "function_call":
             out.append(("responses", item))
+        elif field(item, "type") == "custom_tool_call":
+            out.append(("custom", item))
     return out
 
 
@@ -94,7 +104,8 @@ def _responses_item(call_id: str, result: "ToolResult") -> dict[str, Any]:
     output: Any = _with_documents(result)
     if result.images:
         output = ([{"type": "input_text", "text": output}] if output else []) + [
-            {"type": "input_image", "image_url": _data_url(i)} for i in result.images
+            {"type": "input_image", "image_url": _data_url(i), **({"detail": i.detail} if i.detail else {})}
+            for i in result.images
         ]
     return {"type": "function_call_output", "call_id": call_id, "output": output}
 
@@ -113,7 +124,10 @@ async def arun_tool_calls(session: "Session", tool_calls: Any) -> list[dict[str,
     for kind, item in calls:
         fn = field(item, "function") if kind == "chat" else item
         name = str(field(fn, "name", "") or "")
-        args, err = parse_arguments(field(fn, "arguments"), name or "the tool")
+        if kind == "custom":  # a freeform tool's raw text is its one `input` argument
+            args, err = {"input": str(field(item, "input", "") or "")}, None
+        else:
+            args, err = parse_arguments(field(fn, "arguments"), name or "the tool")
         batch.append((name, args, err))
     results = await run_batch(session, batch)
 
@@ -126,6 +140,8 @@ async def arun_tool_calls(session: "Session", tool_calls: Any) -> list[dict[str,
             if result.images:
                 chat_images.append({"type": "text", "text": f"Image(s) from tool call {call_id}:"})
                 chat_images += [{"type": "image_url", "image_url": {"url": _data_url(i)}} for i in result.images]
+        elif kind == "custom":
+            out.append({**_responses_item(str(field(item, "call_id", "")), result), "type": "custom_tool_call_output"})
         else:
             out.append(_responses_item(str(field(item, "call_id", "")), result))
     if chat_images:

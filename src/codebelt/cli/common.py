@@ -22,6 +22,7 @@ def make_session(args: argparse.Namespace, *, interactive: bool = True, announce
         sandbox=args.sandbox,
         settings_file=args.settings,
         trust_workspace=getattr(args, "trust_workspace", False),
+        profile=getattr(args, "profile", None),
         **kwargs,
     )
     if announce:

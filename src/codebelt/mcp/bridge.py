@@ -70,7 +70,8 @@ def mcp_tool(tool: "Tool") -> types.Tool:
         output_schema = None  # protocol versions up to 2025-11-25 only allow object roots
     return types.Tool(
         name=tool.name,
-        description=tool.description,
+        # a freeform tool (Codex's apply_patch) is a function here: the text goes in `input`
+        description=getattr(tool, "function_description", None) or tool.description,
         input_schema=tool.input_schema(),
         output_schema=output_schema,
         annotations=tool_annotations(tool),

@@ -282,9 +282,10 @@ class EditSettings(Section):
 
 
 class CompatSettings(Section):
-    profile: Literal["claude-code"] = setting(
-        "claude-code", "Whose texts the tools speak: `claude-code` is Claude Code's current release (result and "
-        "error texts, tool descriptions), as recorded from the real program.", workspace=ANY)
+    profile: Literal["claude-code", "codex"] = setting(
+        "claude-code", "Whose tools and texts a session offers: `claude-code` (Read, Edit, Bash …) or `codex` "
+        "(exec_command, write_stdin, apply_patch, view_image, update_plan), each as its program words them (result and error texts, tool descriptions), as recorded from the real program.",
+        workspace=ANY)
 
 
 class IntelSettings(Section):
@@ -419,7 +420,7 @@ class SettingsModel(Section):
     glob: GlobSettings = setting(GlobSettings(), "Glob.")
     read: ReadSettings = setting(ReadSettings(), "Read.")
     edit: EditSettings = setting(EditSettings(), "Edit and MultiEdit.")
-    compat: CompatSettings = setting(CompatSettings(), "Which program's texts the tools speak.")
+    compat: CompatSettings = setting(CompatSettings(), "Which program's tool set and texts a session offers.")
     intel: IntelSettings = setting(IntelSettings(), "Code intelligence: the LSP and RepoMap tools, diagnostics after edits.")
     lsp: LspSettings = setting(LspSettings(), "Language servers behind the LSP tool and diagnostics.")
     checkpoints: CheckpointsSettings = setting(CheckpointsSettings(), "Checkpoints before calls that may write, and rewind.")

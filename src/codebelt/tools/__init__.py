@@ -63,9 +63,14 @@ def module_tools(module_name: str) -> list[type[Tool]]:
             if issubclass(obj, Tool) and obj is not Tool and obj.__module__ == module.__name__]
 
 
-def registry() -> list[type[Tool]]:
-    """Every built-in tool class (imports every tool module)."""
-    return [t for name in TOOL_MODULES for t in module_tools(name)]
+# The tools of the codex profile: Codex's own names, parameters and texts on the same engines.
+CODEX_TOOL_MODULES = ("exec_command", "write_stdin", "codex_patch", "view_image", "update_plan")
+PROFILES = {"claude-code": TOOL_MODULES, "codex": CODEX_TOOL_MODULES}
+
+
+def registry(profile: str = "claude-code") -> list[type[Tool]]:
+    """Every built-in tool class of `profile` (imports its tool modules)."""
+    return [t for name in PROFILES[profile] for t in module_tools(name)]
 
 
 def load(name: str) -> type[Tool]:

@@ -171,6 +171,9 @@ class ShellProcess:
     record_cwd: bool = False  # report the final directory (Outcome.final_cwd)
     record_status: bool = False  # report each part's exit status of the last pipeline
     script_dir: Path | None = None  # where a long command's script file goes
+    # the interpreter and its options, when not `bash -c` (["/bin/bash", "-l"]: a login shell);
+    # the script follows "-c"
+    shell: list[str] | None = None
     wrap: Wrap | None = None
     marker: str = ""
     on_exit: list[Callable[["ShellProcess"], None]] = field(default_factory=list)
@@ -213,7 +216,9 @@ class ShellProcess:
             folder = self.script_dir or self.spool_path.parent
             self._script_file = folder / f"{self.spool_path.stem}.sh"
             self._script_file.write_bytes(script.encode("utf-8", "surrogateescape"))
-            argv = [bash, str(self._script_file)]
+            argv = [*(self.shell or [bash]), str(self._script_file)]
+        elif self.shell:
+            argv = [*self.shell, "-c", script]
         else:
             argv = [bash, "-c", script]
         env, preexec, inherited = self.env, None, ()

@@ -152,7 +152,8 @@ class TaskManager:
     def spawn(self, command: str, cwd: Path, timeout_s: float | None,
               record_cwd: bool = True, watch: bool = True, wrap: Wrap | None = None,
               record_status: bool = False, stdio: Interactive | None = None,
-              idle_timeout_s: float | None = None, env: dict[str, str] | None = None) -> ShellProcess:
+              idle_timeout_s: float | None = None, env: dict[str, str] | None = None,
+              shell: list[str] | None = None) -> ShellProcess:
         """Start `command` in `cwd`. Raises ShellError if it cannot start. `watch=False`:
         the caller watches it (runner.ShellProcess.watch). `wrap`: run it in this wrapper
         (the read-only jail) instead of the session's sandbox. `stdio`: an input to write to
@@ -186,6 +187,7 @@ class TaskManager:
             marker=marker,
             stdio=stdio,
             idle_timeout_s=idle_timeout_s,
+            shell=shell,
         )
         if stdio is not None:
             proc.on_exit.append(lambda p: stdio.close())

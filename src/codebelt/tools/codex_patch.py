@@ -1,0 +1,87 @@
+"""apply_patch (Codex's profile): the patch engine behind ApplyPatch, as Codex offers it — a
+freeform tool whose input is the raw patch (the Responses API's custom tool with Codex's lark
+grammar; a function with one `input` string where only functions exist) — with Codex's texts."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+from pydantic import Field, ValidationError
+
+from ..tool import Tool, ToolContext, ToolError, ToolResult
+from ._codex import CodexInput, parse_error
+from ._patching import patch_requests, run_patch
+from ._services import shell_cwd
+
+DESCRIPTION = ("The `apply_patch` tool can be used to edit files. This is a FREEFORM tool, so do not wrap the "
+               "patch in JSON.")
+
+# Codex's grammar for the patch, as the Responses API takes it (a custom tool's `format`).
+GRAMMAR = """start: begin_patch hunk+ end_patch
+begin_patch: "*** Begin Patch" LF
+end_patch: "*** End Patch" LF?
+
+hunk: add_hunk | delete_hunk | update_hunk
+add_hunk: "*** Add File: " filename LF add_line+
+delete_hunk: "*** Delete File: " filename LF
+update_hunk: "*** Update File: " filename LF change_move? change?
+
+filename: /(.+)/
+add_line: "+" /(.*)/ LF -> line
+
+change_move: "*** Move to: " filename LF
+change: (change_context | change_line)+ eof_line?
+change_context: ("@@" | "@@ " /(.+)/) LF
+change_line: ("+" | "-" | " ") /(.*)/ LF
+eof_line: "*** End of File" LF
+
+%import common.LF
+"""
+
+
+class CodexPatchInput(CodexInput):
+    input: str = Field(description="The entire contents of the apply_patch command")
+
+
+class CodexApplyPatch(Tool):
+    name = "apply_patch"
+    description = DESCRIPTION
+    Input = CodexPatchInput
+    read_only = False
+    destructive = True
+    permission_family = "edit"
+    max_result_chars = None
+    search_hint = "edit files with a patch"
+    profile: ClassVar[str] = "codex"
+    rules_as = "ApplyPatch"
+    # A freeform tool: the model sends the raw text, which becomes {"input": text}.
+    freeform: ClassVar[dict[str, Any] | None] = {"type": "grammar", "syntax": "lark", "definition": GRAMMAR}
+    # where only functions exist (Chat Completions, MCP), the patch is the `input` argument
+    function_description: ClassVar[str] = (
+        "The `apply_patch` tool can be used to edit files. Pass the whole patch, from `*** Begin Patch` to "
+        "`*** End Patch`, as the `input` string.")
+
+    def input_error(self, raw: dict[str, Any], error: ValidationError) -> str:
+        return parse_error(raw, error)
+
+    def summarize(self, params: CodexPatchInput) -> str:
+        return params.input
+
+    def permission_requests(self, params: CodexPatchInput, ctx: ToolContext) -> list:
+        base, _ = ctx.service(shell_cwd).current(consume=False)
+        return patch_requests(params.input, base, ctx)
+
+    def run(self, params: CodexPatchInput, ctx: ToolContext) -> ToolResult:
+        base, _ = ctx.service(shell_cwd).current(consume=False)
+        return self.apply(params.input, base, ctx)
+
+    def apply(self, patch: str, base: Any, ctx: ToolContext) -> ToolResult:
+        started = time.monotonic()
+        if "*** Begin Patch" in patch and not patch.replace("*** Begin Patch", "").replace("*** End Patch", "").strip():
+            raise ToolError("patch rejected: empty patch")
+        result = run_patch(patch, base, ctx)
+        if result.is_error:
+            raise ToolError(f"apply_patch verification failed: {result.text}")
+        result.text = f"Exit code: 0\nWall time: {time.monotonic() - started:.1f} seconds\nOutput:\n{result.text}"
+        return result

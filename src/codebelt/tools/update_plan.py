@@ -1,0 +1,68 @@
+"""update_plan (Codex's profile): the model's plan, as steps with a status. Nothing runs: the
+plan is kept for the session (`Session.plan`) and reported to the client, and the model reads
+Codex's "Plan updated"."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..tool import Tool, ToolContext, ToolResult
+from ._codex import CodexInput, parse_error
+
+DESCRIPTION = ("Updates the task plan.\nProvide an optional explanation and a list of plan items, each with a step "
+               "and status.\nAt most one step can be in_progress at a time.\n")
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "explanation": {"type": "string", "description": "Optional explanation for this plan update."},
+        "plan": {"type": "array", "description": "The list of steps", "items": {
+            "type": "object",
+            "properties": {
+                "status": {"type": "string", "description": "Step status.",
+                           "enum": ["pending", "in_progress", "completed"]},
+                "step": {"type": "string", "description": "Task step text."},
+            },
+            "required": ["step", "status"],
+            "additionalProperties": False,
+        }},
+    },
+    "required": ["plan"],
+    "additionalProperties": False,
+}
+
+
+class PlanStep(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    step: str
+    status: Literal["pending", "in_progress", "completed"]
+
+
+class UpdatePlanInput(CodexInput):
+    explanation: str | None = None
+    plan: list[PlanStep]
+
+
+class UpdatePlan(Tool):
+    name = "update_plan"
+    description = DESCRIPTION
+    Input = UpdatePlanInput
+    read_only = True
+    concurrency_safe = True
+    idempotent = True
+    search_hint = "keep a step-by-step plan"
+    profile: ClassVar[str] = "codex"
+
+    @classmethod
+    def input_schema(cls) -> dict[str, Any]:
+        return SCHEMA
+
+    def input_error(self, raw: dict[str, Any], error: ValidationError) -> str:
+        return parse_error(raw, error)
+
+    def run(self, params: UpdatePlanInput, ctx: ToolContext) -> ToolResult:
+        plan = [s.model_dump() for s in params.plan]
+        ctx.emit("plan", {"explanation": params.explanation, "plan": plan})
+        return ToolResult(text="Plan updated", data={"explanation": params.explanation, "plan": plan})

@@ -1,0 +1,93 @@
+"""view_image (Codex's profile): a local image, attached for the model to look at, as Codex
+does — PNG, JPEG and WebP as they are (Codex keeps the original resolution), other formats
+converted to PNG — with Codex's texts for what cannot be shown."""
+
+from __future__ import annotations
+
+import base64
+import io
+from typing import Any, ClassVar
+
+from pydantic import ValidationError
+
+from ..errors import PathError
+from ..permissions.requests import PathRequest
+from ..tool import Image, Tool, ToolContext, ToolError, ToolResult
+from ._codex import CodexInput, parse_error
+from ._services import shell_cwd
+
+DESCRIPTION = ("View a local image file from the filesystem when visual inspection is needed. Use this for images "
+               "already available on disk.")
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"path": {"type": "string", "description": "Local filesystem path to an image file."}},
+    "required": ["path"],
+    "additionalProperties": False,
+}
+MAX_BYTES = 64 << 20
+MAX_PIXELS = 50_000_000
+KEPT = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}
+
+
+class ViewImageInput(CodexInput):
+    path: str
+
+
+class ViewImage(Tool):
+    name = "view_image"
+    description = DESCRIPTION
+    Input = ViewImageInput
+    read_only = True
+    concurrency_safe = True
+    permission_family = "read"
+    search_hint = "look at an image file"
+    profile: ClassVar[str] = "codex"
+    rules_as = "Read"
+
+    @classmethod
+    def input_schema(cls) -> dict[str, Any]:
+        return SCHEMA
+
+    def input_error(self, raw: dict[str, Any], error: ValidationError) -> str:
+        return parse_error(raw, error)
+
+    def _path(self, params: ViewImageInput, ctx: ToolContext):
+        base, _ = ctx.service(shell_cwd).current(consume=False)
+        return ctx.resolve(params.path, base)
+
+    def permission_requests(self, params: ViewImageInput, ctx: ToolContext) -> list:
+        try:
+            return [PathRequest("read", self._path(params, ctx))]
+        except PathError:
+            return []
+
+    def run(self, params: ViewImageInput, ctx: ToolContext) -> ToolResult:
+        from PIL import Image as PILImage
+
+        path = self._path(params, ctx)
+        if not path.exists():
+            raise ToolError(f"unable to locate image at `{params.path}`: No such file or directory (os error 2)")
+        if not path.is_file():
+            raise ToolError(f"image path `{params.path}` is not a file")
+        if path.stat().st_size > MAX_BYTES:
+            raise ToolError(f"unable to process image: the file is larger than {MAX_BYTES >> 20} MB")
+        data = path.read_bytes()
+        try:
+            with PILImage.open(io.BytesIO(data)) as img:
+                fmt = img.format or ""
+                if img.width * img.height > MAX_PIXELS:
+                    raise ToolError(f"unable to process image: {img.width}x{img.height} is more than "
+                                    f"{MAX_PIXELS:,} pixels")
+                if fmt in KEPT:
+                    mime = KEPT[fmt]
+                else:  # GIF, BMP, TIFF …: its first frame as PNG
+                    out = io.BytesIO()
+                    img.convert("RGBA").save(out, "PNG")
+                    data, mime = out.getvalue(), "image/png"
+        except ToolError:
+            raise
+        except Exception:  # noqa: BLE001 - whatever the decoder says, the file is not an image it reads
+            raise ToolError("unable to process image: invalid or unsupported image data") from None
+        # Codex shows the image at its original resolution
+        return ToolResult(text="", images=[Image(base64.b64encode(data).decode("ascii"), mime, "original")],
+                          data={"path": str(path), "mime_type": mime})

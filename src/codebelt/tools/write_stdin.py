@@ -1,0 +1,96 @@
+"""write_stdin (Codex's profile): write characters to a running exec_command session (its
+terminal, or — without one — only Ctrl-C, as an interrupt) and return what it printed since.
+A write ends its wait early once the program waits for input again."""
+
+from __future__ import annotations
+
+import signal
+import time
+from typing import Any, ClassVar
+
+from pydantic import ValidationError
+
+from ..shell.execution import procs
+from ..tool import Tool, ToolContext, ToolError, ToolResult
+from ._codex import DEFAULT_MAX_OUTPUT_TOKENS, CodexInput, exec_sessions, finish, parse_error
+from ._services import task_manager
+
+MAX_WRITE_YIELD_MS, DEFAULT_WRITE_YIELD_MS = 30_000, 250
+MIN_POLL_MS, MAX_POLL_MS = 5_000, 300_000
+
+DESCRIPTION = "Writes characters to an existing unified exec session and returns recent output."
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "chars": {"type": "string", "description": "Bytes to write to stdin. Defaults to empty, which polls without writing."},
+        "max_output_tokens": {"type": "number", "description": "Output token budget. Defaults to 10000 tokens; "
+                              "larger requests may be capped by policy."},
+        "session_id": {"type": "number", "description": "Identifier of the running unified exec session."},
+        "yield_time_ms": {"type": "number", "description": "Wait before yielding output. Non-empty writes default to "
+                          "250 ms and cap at 30000 ms; empty polls wait 5000-300000 ms by default."},
+    },
+    "required": ["session_id"],
+    "additionalProperties": False,
+}
+
+
+class WriteStdinInput(CodexInput):
+    chars: str = ""
+    max_output_tokens: float = DEFAULT_MAX_OUTPUT_TOKENS
+    session_id: int
+    yield_time_ms: float | None = None
+
+
+class WriteStdin(Tool):
+    name = "write_stdin"
+    description = DESCRIPTION
+    Input = WriteStdinInput
+    read_only = False
+    destructive = True
+    open_world = True
+    max_result_chars = None
+    search_hint = "type into a running exec_command session"
+    profile: ClassVar[str] = "codex"
+    rules_as = "Bash"
+
+    @classmethod
+    def input_schema(cls) -> dict[str, Any]:
+        return SCHEMA
+
+    def input_error(self, raw: dict[str, Any], error: ValidationError) -> str:
+        return parse_error(raw, error)
+
+    def summarize(self, params: WriteStdinInput) -> str:
+        return f"session {params.session_id} <- {params.chars!r}"
+
+    def run(self, params: WriteStdinInput, ctx: ToolContext) -> ToolResult:
+        started = time.monotonic()
+        manager = ctx.service(task_manager)
+        sessions = ctx.service(exec_sessions)
+        task = sessions.get(params.session_id)
+        if task is None or (not task.process.running and task.reported):
+            raise ToolError(f"write_stdin failed: Unknown process id {params.session_id}")
+        since = manager.output_size(task)
+        mark = None
+        if params.chars:
+            if task.io is None:  # no terminal: stdin is closed; only an interrupt gets through
+                if params.chars == "\u0003":
+                    procs.signal_group(task.process.pid, signal.SIGINT)
+                else:
+                    raise ToolError("write_stdin failed: stdin is closed for this session; rerun exec_command "
+                                    "with tty=true to keep stdin open")
+            else:
+                try:
+                    _, _, mark = manager.write(task.id, params.chars.encode("utf-8", "surrogateescape"))
+                except Exception as e:  # noqa: BLE001 - the process ended meanwhile
+                    raise ToolError(f"write_stdin failed: {e}") from None
+        if params.chars:
+            wait_ms = min(params.yield_time_ms if params.yield_time_ms is not None else DEFAULT_WRITE_YIELD_MS,
+                          MAX_WRITE_YIELD_MS)
+        else:
+            wait_ms = min(max(params.yield_time_ms or 0, MIN_POLL_MS), MAX_POLL_MS)
+        outcome = manager.wait(task, since, max(0.0, wait_ms) / 1000, None, ctx.cancel_event, mark)
+        ctx.check_cancelled()
+        text = finish(sessions, manager, task, params.session_id, started, outcome.size, int(params.max_output_tokens))
+        return ToolResult(text=text, data={"session_id": params.session_id if task.process.running else None})
