@@ -59,6 +59,7 @@ KEYS: dict[str, tuple[Any, Any]] = {
     "bash.maxSessionOutputBytes": (0, 1000),
     "bash.interactiveIdleTimeoutMs": (0, 1000),
     "bash.maxInteractive": (1000, 2),
+    "compat.profile": (None, "codex"),
     "search.ripgrepPath": ("./tools/rg", None),
     "search.useSystemRipgrep": (True, None),
     "search.timeoutMs": (10**7, 100),
