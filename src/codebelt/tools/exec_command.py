@@ -169,5 +169,8 @@ class ExecCommand(Tool):
             task.process.stop("cancelled")
             ctx.check_cancelled()
         text = finish(sessions, manager, task, number, started, outcome.size, int(params.max_output_tokens))
-        return ToolResult(text=text, data={"session_id": number if task.process.running else None,
-                                           "exit_code": task.process.outcome.exit_code if task.process.outcome else None})
+        data: dict[str, Any] = {"session_id": number if task.process.running else None,
+                                "exit_code": task.process.outcome.exit_code if task.process.outcome else None}
+        if task.process.running:  # what it writes from now on is checkpointed as a background task's
+            data["backgroundTaskId"] = task.id
+        return ToolResult(text=text, data=data)
