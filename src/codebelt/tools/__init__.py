@@ -39,6 +39,7 @@ INDEX: dict[str, tuple[str, str | None]] = {
     "KillShell": ("kill_shell", None),
     "TaskOutput": ("task_output", None),
     "TaskStop": ("task_stop", None),
+    "TaskInput": ("task_input", None),
     "ApplyPatch": ("apply_patch", "edit"),
     "LSP": ("lsp", "read"),
     "RepoMap": ("repo_map", "read"),
