@@ -209,7 +209,7 @@ def test_reading_and_writing_keep_a_session_alive(shell):
 
 
 def test_input_to_unknown_finished_and_foreground_tasks_is_refused(shell):
-    s = shell.session(bash={"autoBackgroundMs": 300})
+    s = shell.session(bash={"autoBackground": True, "autoBackgroundMs": 300})
     r = s.call("TaskInput", {"task_id": "bash_9", "input": "x"})
     assert r.is_error and "No background shell with id 'bash_9'" in r.text
     done = start(s, "true")

@@ -225,4 +225,4 @@ def start_process(ctx: ToolContext, manager: TaskManager, command: str, cwd: Any
                              idle_timeout_s=idle_ms / 1000 if idle_ms else None, env=CODEX_ENV, shell=shell)
     except ShellError as e:
         raise ToolError(f"exec_command failed: {e}") from None
-    return manager.adopt(proc, command, None, "requested")
+    return manager.adopt(proc, command, None, "session")

@@ -100,9 +100,10 @@ def task_manager(ctx: ToolContext) -> TaskManager:
 
 
 def _end_of_output(task, ctx: ToolContext) -> None:
-    """As Claude Code: a background task's output file ends with how the task ended."""
+    """As Claude Code: a background task's output file ends with how the task ended. Not an exec
+    session's: its output is read through write_stdin, as the program printed it."""
     out = task.process.outcome
-    if out is None:
+    if out is None or task.how == "session":
         return
     if out.stop_reason is not None or out.timed_out:
         line = ctx.texts("Bash.output_killed")

@@ -48,7 +48,9 @@ class Task:
     command: str
     description: str | None
     process: ShellProcess
-    how: str  # "requested" (run_in_background) | "auto" (moved after the blocking budget)
+    # "requested" (run_in_background) | "auto" (moved after the blocking budget) | "session" (an
+    # exec_command session, read through write_stdin rather than its output file)
+    how: str
     reader: IncrementalReader | TerminalReader
     lock: threading.Lock = field(default_factory=threading.Lock)
     # The caller saw how it ended (a read after the end, or a stop): no notice is needed.
