@@ -57,6 +57,30 @@ def test_python_repl_define_call_interrupt_and_eof(shell):
     assert r.data["status"] == "completed" and r.data["exitCode"] == 0, r.text
 
 
+ANSWER_IN_PIECES = r"""
+import os
+while True:
+    line = os.read(0, 100)
+    if not line:
+        break
+    for c in b"answer " + line.strip() + b"\n> ":
+        os.write(1, bytes([c]))
+"""
+
+
+def test_a_wait_for_input_ends_only_after_the_whole_answer_came_through(shell, tmp_path):
+    # A program's writes reach our side of the terminal asynchronously (a kernel worker pushes
+    # them, late under load): seeing the program asleep in its read again is not enough, the
+    # answer it wrote before must all be there. Many small writes per answer, many rounds.
+    script = tmp_path / "pieces.py"
+    script.write_text(ANSWER_IN_PIECES)
+    s = shell.session()
+    tid = start(s, f"python3 {script}")
+    for i in range(300):
+        r = send(s, tid, f"{i}\n")
+        assert r.data["waitingForInput"] and r.data["stdout"].endswith(f"answer {i}\n> "), (i, r.text)
+
+
 def test_a_password_prompt_reads_with_echo_off(shell):
     s = shell.session()
     tid = start(s, "read -r -s -p 'Password: ' pw; echo; echo \"got ${#pw} characters\"; "

@@ -41,8 +41,8 @@ WRITE_DEADLINE_S = 5.0  # a program that stops reading its input cannot hold a w
 DRAIN_S = 0.5  # how long output still arriving after the process exited is waited for, at most
 STOP_QUIET_S = 0.02  # … the pump stops sooner once nothing arrived for this long
 CONFIRM_S = 0.001  # "waiting for input" must still hold this much later, with no new output
-# … and this much when nothing at all came back after a write: a program's output reaches the
-# terminal's other side asynchronously, so under load it can lag behind the program going to sleep
+# … and this much when nothing at all came back after a write (a margin: what the program wrote
+# before going to sleep is made visible exactly by Pty._copied)
 CONFIRM_SILENT_S = 0.02
 # Syscalls a process is blocked in when it waits for input (x86-64 and aarch64 numbers):
 # read/readv/pread on the terminal, or one of the poll/select family.
@@ -65,6 +65,8 @@ class _Output:
         self.size = 0  # bytes written to the spool so far
         self.last_output = 0.0  # monotonic time of the last byte
         self.closed = False  # the pump has stopped (EOF, or told to)
+        # held from a read of the descriptor until its bytes are counted in `size`
+        self.copying = threading.Lock()
         self._fd = -1
         self._spool = -1
         self._wake_r, self._wake_w = -1, -1
@@ -89,18 +91,20 @@ class _Output:
                 if not ready and self._stop_at is not None:
                     break
                 if self._fd in ready:
-                    try:
-                        data = os.read(self._fd, READ_CHUNK)
-                    except BlockingIOError:
-                        data = None
-                    except OSError as e:  # EIO: every slave descriptor is closed
-                        if e.errno not in (errno.EIO, errno.EBADF):
-                            raise
-                        data = b""
+                    with self.copying:
+                        try:
+                            data = os.read(self._fd, READ_CHUNK)
+                        except BlockingIOError:
+                            data = None
+                        except OSError as e:  # EIO: every slave descriptor is closed
+                            if e.errno not in (errno.EIO, errno.EBADF):
+                                raise
+                            data = b""
+                        if data:
+                            self._write(data)
                     if data == b"":
                         break
                     if data:
-                        self._write(data)
                         continue
                 if self._wake_r in ready:
                     try:
@@ -336,7 +340,23 @@ class Pty(Interactive):
         except OSError:
             return False
         # nothing we wrote is still unread, and nothing it wrote is still uncopied
-        return _queued(self._slave) == 0 and _queued(self._master) == 0
+        return _queued(self._slave) == 0 and self._copied()
+
+    def _copied(self) -> bool:
+        """Everything the program wrote so far is in the spool. What a program writes reaches
+        our side asynchronously (the terminal layer's flip buffer is pushed by a kernel worker,
+        which lags under load); a poll of our side first completes that push when it finds
+        nothing to read (n_tty's poll), so after it "nothing readable" is exact. Then a copy
+        the pump has begun is waited for."""
+        poller = select.poll()
+        poller.register(self._master, select.POLLIN)
+        try:
+            if poller.poll(0):
+                return False
+        except OSError:
+            return False
+        with self.output.copying:
+            return True
 
     def busy(self) -> bool:
         pid = self.foreground()
