@@ -15,6 +15,7 @@ Read/Grep) until the session ends.
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -303,7 +304,15 @@ class TaskManager:
 
     def output_size(self, task: Task) -> int:
         io = task.io
-        return io.output.size if io is not None else task.process.output_size()
+        if io is None:
+            return task.process.output_size()
+        size = io.output.size  # what the pump copied (counted as it is copied, for waits)
+        if not task.process.running and io.output.closed:
+            try:  # and, once it stopped, what was added to the file after (the end line)
+                size = max(size, os.path.getsize(task.process.spool_path))
+            except OSError:
+                pass
+        return size
 
     def write(self, task_id: str, data: bytes) -> tuple[Task, int, int | None]:
         """Write `data` to a task's input: (task, bytes written, the progress mark taken just
