@@ -218,11 +218,15 @@ def finish(sessions: ExecSessions, manager: TaskManager, task: Task, number: int
 
 
 def start_process(ctx: ToolContext, manager: TaskManager, command: str, cwd: Any, *, tty: bool, shell: list[str],
-                  wrap: Any) -> Task:
+                  wrap: Any, on_exit: Any = None) -> Task:
+    """Start `command` as an exec session's task; `on_exit(proc)` is set up before the task is
+    adopted, so what it does at the end is done when the task's end is announced."""
     idle_ms = ctx.settings.bash.interactive_idle_timeout_ms
     try:
         proc = manager.spawn(command, cwd, None, record_cwd=False, wrap=wrap, stdio=Pty() if tty else None,
                              idle_timeout_s=idle_ms / 1000 if idle_ms else None, env=CODEX_ENV, shell=shell)
     except ShellError as e:
         raise ToolError(f"exec_command failed: {e}") from None
+    if on_exit is not None:
+        on_exit(proc)
     return manager.adopt(proc, command, None, "session")

@@ -22,7 +22,7 @@ from ._codex import (DEFAULT_MAX_OUTPUT_TOKENS, CodexInput, exec_sessions, finis
                      start_process)
 from ._patching import patch_requests
 from ._services import shell_cwd, task_manager
-from .bash import _jail
+from .bash import _guarded_before, _jail, _undo_at_exit
 from .codex_patch import CodexApplyPatch
 
 MIN_YIELD_MS, MAX_YIELD_MS, DEFAULT_YIELD_MS = 250, 30_000, 10_000
@@ -161,13 +161,18 @@ class ExecCommand(Tool):
                             'exec process: Not a directory (os error 20)\\")" }')
         manager = ctx.service(task_manager)
         sessions = ctx.service(exec_sessions)
-        task = start_process(ctx, manager, params.cmd, cwd, tty=params.tty, shell=shell_argv(params), wrap=_jail(ctx))
+        jail = _jail(ctx)
+        before = _guarded_before(ctx)  # as for Bash: what an unasked command may not create is undone
+        task = start_process(ctx, manager, params.cmd, cwd, tty=params.tty, shell=shell_argv(params), wrap=jail,
+                             on_exit=lambda proc: _undo_at_exit(ctx, proc, before))
         number = sessions.add(task.id)
         yield_s = min(max(params.yield_time_ms, MIN_YIELD_MS), MAX_YIELD_MS) / 1000
         outcome = manager.wait(task, 0, yield_s, None, ctx.cancel_event)
         if outcome.reason == "cancelled":
             task.process.stop("cancelled")
             ctx.check_cancelled()
+        if not task.process.running:  # its end (and any undo) is said in this result
+            task.settled.wait(2)
         text = finish(sessions, manager, task, number, started, outcome.size, int(params.max_output_tokens))
         data: dict[str, Any] = {"session_id": number if task.process.running else None,
                                 "exit_code": task.process.outcome.exit_code if task.process.outcome else None}
