@@ -383,13 +383,16 @@ class Session:
                 "permission_mode": self.mode, **extra}
 
     def _run_hooks(self, event: str, extra: dict[str, Any], tool_name: str | None = None,
-                   tool_input: dict[str, Any] | None = None):
+                   tool_input: dict[str, Any] | None = None, tool: Tool | None = None):
         if not self._hooks.has(event):
             return None
         payload = self._hook_payload(**extra)
+        aliases: tuple[str, ...] = ()
+        if tool is not None:  # as the tool shows itself to hooks (Codex's exec_command as Bash)
+            tool_name, tool_input, aliases = tool.hook_view(tool_input or {})
         if tool_name is not None:
             payload.update(tool_name=tool_name, tool_input=tool_input or {})
-        result = self._hooks.run(event, payload, tool_name, tool_input)
+        result = self._hooks.run(event, payload, tool_name, tool_input, aliases)
         if result.context and event in ("SessionStart", "Notification", "CwdChanged"):
             with self._events_lock:
                 self._pending_context.append(result.additional_context)
@@ -532,14 +535,15 @@ class Session:
             tool_name = tool.name
             may_write = not tool.read_only
             use_id = f"toolu_{uuid.uuid4().hex[:20]}"
-            pre = self._run_hooks("PreToolUse", {"tool_use_id": use_id}, tool.name, _as_input(input))
+            pre = self._run_hooks("PreToolUse", {"tool_use_id": use_id}, tool.name, _as_input(input), tool)
             if pre is not None and pre.updated_input is not None:
                 # replaces the whole input: checked again against the schema, and decided again
+                updated = tool.from_hook_input(pre.updated_input, _as_input(input))
                 try:
-                    prepared = self._prepare(tool.name, pre.updated_input)
+                    prepared = self._prepare(tool.name, updated)
                 except ToolError as e:
                     raise ToolError(f"A PreToolUse hook returned an updatedInput that is not valid: {e.message}") from None
-                params, input = prepared.params, pre.updated_input
+                params, input = prepared.params, updated
             ctx = self.context(tool.name, cancel_event, progress)
             if pre is not None and pre.stop:
                 raise ToolError(f"Stopped by a hook: {pre.stop_reason}")
@@ -575,7 +579,7 @@ class Session:
             try:
                 event = "PostToolUseFailure" if result.is_error else "PostToolUse"
                 post = self._run_hooks(event, {"tool_use_id": use_id, "tool_response": result.data if result.data is not None else result.text},
-                                       tool_name, _as_input(input))
+                                       tool_name, _as_input(input), tool)
                 if post is not None:
                     _add_hook_output(result, post)
             except Exception:  # noqa: BLE001 - a failing hook never fails the call
@@ -702,7 +706,7 @@ class Session:
             decision = Decision.ask(f"a PreToolUse hook asks: {pre.permission_reason or 'confirm this call'}", "rule")
         if decision.behavior == "ask" and self._hooks.has("PermissionRequest"):
             answer = self._run_hooks("PermissionRequest", {"permission_suggestions": [decision.suggestion] if decision.suggestion else []},
-                                     tool.name, _as_input(raw))
+                                     tool.name, _as_input(raw), tool)
             if answer is not None and answer.permission in ("allow", "deny"):
                 return Decision(answer.permission, f"{answer.permission_reason or 'decided'} (PermissionRequest hook)", "rule")  # type: ignore[arg-type]
         if decision.behavior == "ask":

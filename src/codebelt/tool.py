@@ -245,6 +245,16 @@ class Tool:
     # the same thing (exec_command is decided as Bash: `Bash(…)` rules, a bare `Bash` deny)
     rules_as: ClassVar[str | None] = None
 
+    def hook_view(self, raw: dict[str, Any]) -> tuple[str, dict[str, Any], tuple[str, ...]]:
+        """How hooks see a call: (the `tool_name` and `tool_input` a hook reads, other names a
+        matcher may use). Hook scripts are written for Claude Code's tools, so a tool standing
+        for one (Codex's exec_command for Bash) shows itself in that shape."""
+        return self.name, raw, ()
+
+    def from_hook_input(self, updated: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
+        """A hook's `updatedInput`, written in `hook_view`'s shape, as this tool's input."""
+        return updated
+
     def input_error(self, raw: dict[str, Any], error: Any) -> str | None:
         """The text for arguments that do not fit the schema, when the tool words it itself
         (as the program its profile follows does); None: the session's wording."""

@@ -53,7 +53,7 @@ def test_hooks_and_audit_see_codex_calls(make_session, ws, audit_db):
     s.call("exec_command", {"cmd": "echo audited"})
     s.call("update_plan", {"plan": [{"step": "x", "status": "pending"}]})
     s.close()
-    assert seen == ["exec_command", "update_plan"]
+    assert seen == ["Bash", "update_plan"]  # exec_command shows itself to hooks as Codex does: as Bash
     rows = sqlite3.connect(audit_db).execute("SELECT tool, input FROM calls ORDER BY rowid").fetchall()
     assert [r[0] for r in rows][-2:] == ["exec_command", "update_plan"] and "echo audited" in rows[-2][1]
 

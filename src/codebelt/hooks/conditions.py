@@ -42,9 +42,30 @@ def if_matcher(workspace: Workspace, families: dict[str, str]):
             return True
         path = tool_input.get("file_path") or tool_input.get("filePath") or tool_input.get("path")
         if not isinstance(path, str):
+            patched = _patch_paths(tool_input)
+            if patched is not None:  # a patch (Codex's apply_patch): any path it touches
+                return not patched or any(_matches_path(rule, workspace, p) for p in patched)
             return tool_name == rule.tool  # no path to judge: only a rule naming the tool
-        try:
-            return rule.matches_path(workspace.resolve(path))
-        except CodebeltError:
-            return True
+        return _matches_path(rule, workspace, path)
     return matches
+
+
+def _matches_path(rule: Rule, workspace: Workspace, path: str) -> bool:
+    try:
+        return rule.matches_path(workspace.resolve(path))
+    except CodebeltError:
+        return True
+
+
+def _patch_paths(tool_input: dict[str, Any]) -> list[str] | None:
+    """The paths a patch in `command` touches ([] for one that does not parse: fail safe, the
+    hook fires); None when `command` holds no patch."""
+    text = tool_input.get("command")
+    if not isinstance(text, str) or not text.lstrip().startswith("*** Begin Patch"):
+        return None
+    from ..patch.parser import parse_patch
+
+    try:
+        return list(parse_patch(text).paths())
+    except CodebeltError:
+        return []

@@ -32,11 +32,14 @@ class HookEngine:
     def has(self, event: str) -> bool:
         return bool(self._by_event.get(event))
 
-    def select(self, event: str, tool_name: str | None = None, tool_input: dict[str, Any] | None = None) -> list[HookSpec]:
+    def select(self, event: str, tool_name: str | None = None, tool_input: dict[str, Any] | None = None,
+               aliases: tuple[str, ...] = ()) -> list[HookSpec]:
+        """The hooks for `event`; a matcher may name the tool or one of its `aliases` (the name
+        another program's hooks know the same tool by)."""
         chosen: list[HookSpec] = []
         seen: set[tuple] = set()
         for s in self._by_event.get(event, ()):
-            if not matcher_matches(s.matcher, tool_name):
+            if not any(matcher_matches(s.matcher, n) for n in (tool_name, *aliases)):
                 continue
             if s.if_rule and tool_name is not None and not self._if(s.if_rule, tool_name, tool_input or {}):
                 continue
@@ -55,8 +58,8 @@ class HookEngine:
             return True
 
     def run(self, event: str, payload: dict[str, Any], tool_name: str | None = None,
-            tool_input: dict[str, Any] | None = None) -> HookResult:
-        specs = self.select(event, tool_name, tool_input)
+            tool_input: dict[str, Any] | None = None, aliases: tuple[str, ...] = ()) -> HookResult:
+        specs = self.select(event, tool_name, tool_input, aliases)
         if not specs:
             return HookResult()
         payload = {**payload, "hook_event_name": event}

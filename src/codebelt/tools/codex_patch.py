@@ -62,6 +62,14 @@ class CodexApplyPatch(Tool):
         "The `apply_patch` tool can be used to edit files. Pass the whole patch, from `*** Begin Patch` to "
         "`*** End Patch`, as the `input` string.")
 
+    def hook_view(self, raw: dict[str, Any]) -> tuple[str, dict[str, Any], tuple[str, ...]]:
+        # As Codex shows it to hooks: its own name with the patch as `command`; a matcher for
+        # Claude Code's file tools (Edit, Write) or codebelt's ApplyPatch selects it too.
+        return "apply_patch", {"command": raw.get("input", "")}, ("ApplyPatch", "Edit", "Write")
+
+    def from_hook_input(self, updated: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
+        return {"input": updated["command"]} if "command" in updated else updated
+
     def input_error(self, raw: dict[str, Any], error: ValidationError) -> str:
         return parse_error(raw, error)
 

@@ -108,6 +108,18 @@ class ExecCommand(Tool):
     def input_error(self, raw: dict[str, Any], error: ValidationError) -> str:
         return parse_error(raw, error)
 
+    def hook_view(self, raw: dict[str, Any]) -> tuple[str, dict[str, Any], tuple[str, ...]]:
+        # As Codex shows its shell tools to hooks: Claude Code's Bash and {"command": …}, so a
+        # hook written for Bash (a matcher, an `if: "Bash(git push *)"`) judges this command too.
+        return "Bash", {"command": raw.get("cmd", "")}, ("exec_command",)
+
+    def from_hook_input(self, updated: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in raw.items() if k != "cmd"}
+        out.update((k, v) for k, v in updated.items() if k in SCHEMA["properties"])
+        if "command" in updated:
+            out["cmd"] = updated["command"]
+        return out
+
     def summarize(self, params: ExecCommandInput) -> str:
         return params.cmd
 

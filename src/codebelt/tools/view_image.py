@@ -48,6 +48,14 @@ class ViewImage(Tool):
     def input_schema(cls) -> dict[str, Any]:
         return SCHEMA
 
+    def hook_view(self, raw: dict[str, Any]) -> tuple[str, dict[str, Any], tuple[str, ...]]:
+        # Reading a file, as Read does: a hook written for Read finds the path in `file_path`.
+        return "view_image", {**raw, "file_path": raw.get("path", "")}, ("Read",)
+
+    def from_hook_input(self, updated: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
+        path = updated.get("file_path", updated.get("path", raw.get("path")))
+        return {**raw, "path": path}
+
     def input_error(self, raw: dict[str, Any], error: ValidationError) -> str:
         return parse_error(raw, error)
 

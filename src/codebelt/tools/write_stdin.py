@@ -61,6 +61,14 @@ class WriteStdin(Tool):
     def input_error(self, raw: dict[str, Any], error: ValidationError) -> str:
         return parse_error(raw, error)
 
+    def hook_view(self, raw: dict[str, Any]) -> tuple[str, dict[str, Any], tuple[str, ...]]:
+        # Typing into a program as TaskInput does in Claude Code-shaped sets: a hook written for
+        # TaskInput reads `input`; one for write_stdin matches by its name.
+        return "TaskInput", {"task_id": str(raw.get("session_id", "")), "input": raw.get("chars", "")}, ("write_stdin",)
+
+    def from_hook_input(self, updated: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
+        return {**{k: v for k, v in raw.items() if k != "chars"}, "chars": updated.get("input", "")}
+
     def summarize(self, params: WriteStdinInput) -> str:
         return f"session {params.session_id} <- {params.chars!r}"
 
