@@ -268,6 +268,24 @@ def test_live_sessions_are_capped(shell):
     s.call("TaskStop", {"task_id": b})
 
 
+def test_the_output_file_reads_as_a_pipes_output(shell):
+    """The model is told to Read a background task's output file, as in Claude Code, whose
+    commands write to a pipe: on a terminal, colours, `\r\n` and cursor moves stay out of it."""
+    s = shell.session()
+    (shell.ws / "a.txt").write_text("hi there\n")
+    tid = start(s, "printf '\\033[1;31mred\\033[0m\\n'; grep --color=always hi a.txt; printf 'tab\\tx\\n'; "
+                   "printf '1%%\\r100%%\\n'; python3 -c 'import sys; print(sys.stdout.isatty())'")
+    done = s.call("TaskOutput", {"task_id": tid, "block": True, "timeout": 30_000})
+    assert "True" in done.data["stdout"], done.text  # it did run on a terminal
+    path = done.data["outputPath"]
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data.startswith(b"red\nhi there\ntab\tx\n1%\r100%\nTrue\n"), data
+    assert b"\x1b" not in data and b"\r\n" not in data
+    read = s.call("Read", {"file_path": path}).text
+    assert "red" in read and "\x1b" not in read
+
+
 @pytest.mark.parametrize("sandbox", ["off", "bwrap", "landlock"])
 def test_nothing_is_left_running_after_close_in_every_backend(shell, sandbox):
     if sandbox != "off" and (why := backend_unusable(sandbox)):

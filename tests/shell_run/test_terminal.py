@@ -89,3 +89,25 @@ def test_reader_skips_the_middle_of_a_flood_and_says_where_it_is(tmp_path):
     assert truncated and consumed == os.path.getsize(path)
     assert "bytes of output skipped; the full output is in" in text and str(path) in text
     assert text.rstrip().endswith("line 399999") and len(text) < 21_000
+
+
+# PipeText: a terminal's output as a pipe would have carried it (the output file of a background
+# task). (name, pieces, the whole text after the end)
+PIPE_CASES = [
+    ("the terminal's CR LF is one line end", [b"a\r\nb\r\n"], "a\nb\n"),
+    ("colours and cursor moves are dropped", [b"\x1b[01;31m\x1b[Khi\x1b[m\x1b[K\r\n\x1b[2A\x1b[H"], "hi\n"),
+    ("a progress bar's lone CR stays, as in a pipe", [b"10%\r50%\r100%\r\n"], "10%\r50%\r100%\n"),
+    ("a program's own CR LF (CR CR LF on the terminal) stays CR LF", [b"dos\r\r\n"], "dos\r\n"),
+    ("tabs and backspaces stay", [b"a\tb\bc\r\n"], "a\tb\bc\n"),
+    ("a CR LF split between two pieces", [b"x\r", b"\ny\r"], "x\ny\r"),
+    ("UTF-8 split between two pieces", ["é日".encode()[:2], "é日".encode()[2:] + b"\r\n"], "é日\n"),
+    ("titles and private sequences are dropped", [b"\x1b]0;title\x07\x1b[?2004hok\x1b[?2004l\r\n"], "ok\n"),
+]
+
+
+@pytest.mark.parametrize("name,pieces,text", PIPE_CASES, ids=[c[0] for c in PIPE_CASES])
+def test_pipe_text(name, pieces, text):
+    from codebelt.shell.execution.terminal import PipeText
+
+    plain = PipeText()
+    assert "".join(plain.feed(p) for p in pieces) + plain.end() == text

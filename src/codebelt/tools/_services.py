@@ -109,11 +109,14 @@ def _end_of_output(task, ctx: ToolContext) -> None:
         line = ctx.texts("Bash.output_killed")
     else:
         line = ctx.texts("Bash.output_end", code=out.exit_code)
-    try:
-        with open(task.output_path, "a", encoding="utf-8") as f:
-            f.write(line)
-    except OSError:
-        pass  # the output stays readable without it
+    # the output file, and the terminal's own bytes behind it when the file is their transcript
+    # (TaskOutput renders those)
+    for path in dict.fromkeys((task.output_path, task.process.spool_path)):
+        try:
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(line)
+        except OSError:
+            pass  # the output stays readable without it
 
 
 class RipgrepRuns:

@@ -558,9 +558,11 @@ class Bash(Tool):
         idle_ms = ctx.settings.bash.interactive_idle_timeout_ms
         try:
             # On a terminal of its own: TaskInput can type into it (a REPL, a prompt, an editor),
-            # and what it prints is line-buffered, so TaskOutput sees it as it comes.
+            # and what it prints is line-buffered, so TaskOutput sees it as it comes. Its output
+            # file holds the output as plain text (no colours, `\n` line ends), as Claude Code's
+            # piped one does: that is the file the model is told to Read.
             proc = manager.spawn(params.command, cwd, (timeout_ms / 1000) if timeout_ms else None, record_cwd=False,
-                                 wrap=jail or net_wrap, stdio=Pty(),
+                                 wrap=jail or net_wrap, stdio=Pty(transcript=True),
                                  idle_timeout_s=idle_ms / 1000 if idle_ms else None)
         except ShellError as e:
             if attachment is not None:

@@ -72,6 +72,7 @@ class _Output:
         self._wake_r, self._wake_w = -1, -1
         self._thread: threading.Thread | None = None
         self._stop_at: float | None = None
+        self.transcript: _Transcript | None = None  # also kept as plain text
 
     def start(self, fd: int, spool_path: Path, name: str) -> None:
         self._fd = fd
@@ -128,6 +129,8 @@ class _Output:
             except OSError:
                 return  # the disk is full or the file is gone: the output is lost, the process is not held up
             view = view[n:]
+        if self.transcript is not None:
+            self.transcript.write(data)
         with self.cond:
             self.size += len(data)
             self.last_output = time.monotonic()
@@ -146,6 +149,8 @@ class _Output:
             self._thread.join(timeout)
 
     def close(self) -> None:
+        if self.transcript is not None:
+            self.transcript.close()
         for fd in (self._spool, self._wake_r, self._wake_w):
             if fd >= 0:
                 try:
@@ -153,6 +158,39 @@ class _Output:
                 except OSError:
                     pass
         self._spool = self._wake_r = self._wake_w = -1
+
+
+class _Transcript:
+    """A terminal's output as plain text (terminal.PipeText) in a file of its own, written as
+    the output arrives."""
+
+    def __init__(self, path: Path):
+        from .terminal import PipeText  # pyte: imported with the first terminal that needs it
+
+        self.path = path
+        self._text = PipeText()
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o600)
+
+    def write(self, data: bytes) -> None:
+        self._put(self._text.feed(data))
+
+    def _put(self, text: str) -> None:
+        view = memoryview(text.encode("utf-8", "surrogateescape"))
+        while view and self._fd >= 0:
+            try:
+                n = os.write(self._fd, view)
+            except OSError:
+                return  # the disk is full or the file is gone: the copy is lost, the program is not held up
+            view = view[n:]
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            self._put(self._text.end())
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = -1
 
 
 class Interactive(Stdio):
@@ -241,9 +279,13 @@ class Pty(Interactive):
 
     tty = True
 
-    def __init__(self, rows: int = 24, columns: int = 80):
+    def __init__(self, rows: int = 24, columns: int = 80, transcript: bool = False):
+        """`transcript`: also keep the output as plain text (terminal.PipeText) in a file beside
+        the spool, `transcript_path`, for a reader who expects a pipe's output (a log file)."""
         super().__init__()
         self.rows, self.columns = rows, columns
+        self._transcript = transcript
+        self.transcript_path: Path | None = None
         self._master, self._slave = os.openpty()  # both close-on-exec; the child gets dup2 copies
         self.slave_rdev = os.fstat(self._slave).st_rdev
         self.resize(rows, columns)
@@ -255,6 +297,8 @@ class Pty(Interactive):
 
     def child_fds(self, spool_path: Path) -> tuple[int, int, int]:
         self._spool_path = spool_path
+        if self._transcript:
+            self.transcript_path = spool_path.with_suffix(".output")
         return self._slave, self._slave, self._slave
 
     def argv(self, wrapped: list[str], original: list[str]) -> list[str]:
@@ -284,6 +328,11 @@ class Pty(Interactive):
         # The parent keeps its slave descriptor: it asks how much input is still unread
         # (waiting_for_input). So the pump never sees EIO; it stops when the process has exited.
         self._write_fd = self._master
+        if self.transcript_path is not None:
+            try:
+                self.output.transcript = _Transcript(self.transcript_path)
+            except OSError:
+                self.transcript_path = None  # no copy: readers get the terminal's own bytes
         self.output.start(self._master, self._spool_path, f"codebelt-pty-{process.pid}")
 
     def failed(self) -> None:

@@ -62,7 +62,9 @@ class Task:
 
     @property
     def output_path(self) -> Path:
-        return self.process.spool_path
+        """The file a reader is pointed to: the output as a pipe would have carried it (for a
+        terminal, its plain-text transcript when one is kept)."""
+        return getattr(self.process.stdio, "transcript_path", None) or self.process.spool_path
 
     @property
     def io(self) -> Interactive | None:
@@ -240,7 +242,8 @@ class TaskManager:
         """Make a started process a background task with an id (`bash_N`, or the caller's)."""
         stdio = proc.stdio
         if isinstance(stdio, Interactive) and stdio.tty:
-            reader: IncrementalReader | TerminalReader = TerminalReader(proc.spool_path, stdio.columns, stdio.rows)  # type: ignore[attr-defined]
+            reader: IncrementalReader | TerminalReader = TerminalReader(  # type: ignore[attr-defined]
+                proc.spool_path, stdio.columns, stdio.rows, getattr(stdio, "transcript_path", None))
         else:
             reader = IncrementalReader(proc.spool_path)
         with self._lock:

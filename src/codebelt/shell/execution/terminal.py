@@ -402,6 +402,71 @@ class Terminal:
         self.lines.rows = rows
 
 
+class _PipeText:
+    """The listener of `PipeText`: characters, tabs, backspaces, line feeds and lone carriage
+    returns as they came; every other event (colours, cursor moves, titles) is dropped."""
+
+    def __init__(self) -> None:
+        self.out: list[str] = []
+        self.cr = False  # a carriage return not yet known to be the terminal's half of CR LF
+
+    def __getattr__(self, name: str):
+        return _ignore
+
+    def _text(self, text: str) -> None:
+        if self.cr:
+            self.out.append("\r")
+            self.cr = False
+        self.out.append(text)
+
+    def draw(self, text: str, *_: Any, **__: Any) -> None:
+        self._text(text)
+
+    def tab(self, *_: Any, **__: Any) -> None:
+        self._text("\t")
+
+    def backspace(self, *_: Any, **__: Any) -> None:
+        self._text("\b")
+
+    def carriage_return(self, *_: Any, **__: Any) -> None:
+        if self.cr:
+            self.out.append("\r")
+        self.cr = True
+
+    def linefeed(self, *_: Any, **__: Any) -> None:
+        self.cr = False
+        self.out.append("\n")
+
+
+class PipeText:
+    """A program's terminal output as a pipe would have carried it: its text with `\n` line
+    ends (the terminal's CR LF is one `\n`; a lone `\r`, as a progress bar redraws, stays), and
+    no escape sequences — what a program without a terminal would have written, so a log a
+    model reads looks as it would without the terminal. Incremental: `feed` bytes as they come."""
+
+    def __init__(self) -> None:
+        self._listener = _PipeText()
+        self._stream = pyte.ByteStream(self._listener)  # type: ignore[arg-type]  # its events take any arguments
+        self._stream.use_utf8 = True
+
+    def feed(self, data: bytes) -> str:
+        self._stream.feed(data)
+        return self.take()
+
+    def take(self) -> str:
+        out = self._listener.out
+        text = "".join(out)
+        out.clear()
+        return text
+
+    def end(self) -> str:
+        """What is left at the end of the output (a final lone carriage return)."""
+        if self._listener.cr:
+            self._listener.cr = False
+            return "\r"
+        return ""
+
+
 def render_once(data: bytes, columns: int = 80, rows: int = 24) -> Rendered:
     """`data` rendered on a fresh terminal (what a program wrote, start to finish)."""
     term = Terminal(columns, rows)
@@ -418,8 +483,9 @@ class TerminalReader:
 
     FEED_LIMIT = 1 << 20
 
-    def __init__(self, path: Path, columns: int = 80, rows: int = 24):
-        self.path = path
+    def __init__(self, path: Path, columns: int = 80, rows: int = 24, shown_path: Path | None = None):
+        self.path = shown_path or path  # the file the texts name (the output as plain text, when kept)
+        self._spool = path
         self.offset = 0
         self.terminal = Terminal(columns, rows)
         self.screen = False  # the last read showed a full screen
@@ -452,7 +518,7 @@ class TerminalReader:
     def _feed(self, start: int, end: int) -> None:
         pos = start
         while pos < end:  # in pieces: memory stays bounded
-            chunk = read_range(self.path, pos, min(end, pos + CHUNK))
+            chunk = read_range(self._spool, pos, min(end, pos + CHUNK))
             if not chunk:
                 break
             self.terminal.feed(chunk)
