@@ -3,8 +3,9 @@ way Codex words a bad input. The tools themselves (exec_command, write_stdin, co
 view_image, update_plan) are faces on codebelt's engines — the same TaskManager, terminal,
 sandbox, patch engine and permission requests as the Claude Code-shaped tools.
 
-Texts follow Codex's current release as recorded by scripts/codex/record.py
-(tests/fixtures/codex/); docs/compat.md lists where codebelt deliberately differs.
+The texts are Codex's current release as recorded by scripts/codex/record.py
+(tests/fixtures/codex/), kept as data in texts/codex.toml and rendered by the session's texts;
+docs/compat.md lists where codebelt deliberately differs.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from ..errors import ShellError
 from ..shell.execution.pty_session import Pty
 from ..shell.execution.spool import read_range
 from ..shell.execution.tasks import Task, TaskManager
+from ..texts import Texts
+from ..texts import load as load_texts
 from ..tool import ToolContext, ToolError, ToolInput
 from ._services import task_manager
 
@@ -33,6 +36,13 @@ DEFAULT_MAX_OUTPUT_TOKENS = 10_000
 OUTPUT_CAP_BYTES = 1 << 20  # new output read per call at most (a flood is cut in the middle)
 
 
+def codex_texts(ctx: ToolContext | None = None) -> Texts:
+    """The texts the codex tools speak: the session's (its profile is codex's) — or, for a codex
+    tool in a session of another profile, or asked outside any call, codex.toml's."""
+    texts = ctx.texts if ctx is not None else None
+    return texts if texts is not None and texts.has("exec_command.chunk") else load_texts("codex")
+
+
 class CodexInput(ToolInput):
     """Codex ignores arguments it does not know."""
 
@@ -40,26 +50,25 @@ class CodexInput(ToolInput):
 
 
 # -- bad input, as Codex's argument parser words it ------------------------------------------------
-def _json_kind(value: Any) -> str:
+def _json_kind(texts: Texts, value: Any) -> str:
+    """serde's words for the JSON value it was given."""
     if isinstance(value, bool):
-        return f"boolean `{json.dumps(value)}`"
-    if isinstance(value, int):
-        return f"integer `{value}`"
-    if isinstance(value, float):
-        return f"floating point `{value}`"
-    if isinstance(value, str):
-        return f"string {json.dumps(value)}"
-    if isinstance(value, list):
-        return "sequence"
-    if isinstance(value, dict):
-        return "map"
-    return "null"
+        kind, shown = "boolean", json.dumps(value)
+    elif isinstance(value, int):
+        kind, shown = "integer", str(value)
+    elif isinstance(value, float):
+        kind, shown = "float", str(value)
+    elif isinstance(value, str):
+        kind, shown = "string", json.dumps(value)
+    else:
+        kind, shown = {list: "sequence", dict: "map"}.get(type(value), "null"), ""
+    return texts(f"arguments.given_{kind}", value=shown)
 
 
-def _expected(error_type: str) -> str:
-    return {"string_type": "a string", "int_type": "i32", "int_parsing": "i32", "float_type": "f64",
-            "bool_type": "a boolean", "list_type": "a sequence", "dict_type": "a map",
-            "model_type": "a map", "model_attributes_type": "a map"}.get(error_type, "a valid value")
+def _expected(texts: Texts, error_type: str) -> str:
+    """serde's name for the type pydantic's error type stands for."""
+    names = texts.value("arguments.expected", {})
+    return names.get(error_type) or texts("arguments.expected_other")
 
 
 def _position(raw: dict[str, Any], loc: tuple[Any, ...], missing: bool) -> int:
@@ -99,18 +108,20 @@ def _position(raw: dict[str, Any], loc: tuple[Any, ...], missing: bool) -> int:
 
 def parse_error(raw: dict[str, Any], error: ValidationError) -> str:
     """Codex's "failed to parse function arguments: …" for the first problem pydantic found."""
+    texts = codex_texts()
     e = error.errors()[0]
     loc = tuple(e.get("loc") or ())
     kind = e.get("type", "")
     if kind == "missing":
-        what, missing = f"missing field `{loc[-1]}`", True
+        what, missing = texts("arguments.missing", name=loc[-1]), True
     elif kind in ("literal_error", "enum"):
         options = (e.get("ctx") or {}).get("expected", "")
         names = ", ".join(f"`{o.strip()}`" for o in str(options).replace("'", "").replace(" or ", ", ").split(","))
-        what, missing = f"unknown variant `{e.get('input')}`, expected one of {names}", False
+        what, missing = texts("arguments.unknown_variant", given=e.get("input"), options=names), False
     else:
-        what, missing = f"invalid type: {_json_kind(e.get('input'))}, expected {_expected(kind)}", False
-    return f"failed to parse function arguments: {what} at line 1 column {_position(raw, loc, missing)}"
+        what = texts("arguments.invalid_type", given=_json_kind(texts, e.get("input")), expected=_expected(texts, kind))
+        missing = False
+    return texts("arguments.parse_error", what=what, column=_position(raw, loc, missing))
 
 
 # -- exec sessions ----------------------------------------------------------------------------------
@@ -158,7 +169,7 @@ def approx_tokens(n_bytes: int) -> int:
     return (n_bytes + 3) // 4
 
 
-def truncate(text: str, original_tokens: int, max_tokens: int) -> str:
+def truncate(texts: Texts, text: str, original_tokens: int, max_tokens: int) -> str:
     """Codex's token budget: the first and last half of `max_tokens`·4 bytes, the middle replaced
     by how many tokens were left out, after a warning with the totals."""
     data = text.encode("utf-8")
@@ -171,17 +182,16 @@ def truncate(text: str, original_tokens: int, max_tokens: int) -> str:
     tail = data[len(data) - tail_n:].decode("utf-8", "ignore") if tail_n else ""
     lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
     removed = max(0, original_tokens - max_tokens)
-    return (f"Warning: truncated output (original token count: {original_tokens})\n"
-            f"Total output lines: {lines}\n\n{head}…{removed} tokens truncated…{tail}")
+    return texts("exec_command.truncated", tokens=original_tokens, lines=lines, head=head, removed=removed, tail=tail)
 
 
-def chunk_text(*, wall_s: float, exit_code: int | None, session: int | None, raw_bytes: int, output: str,
-               max_tokens: int) -> str:
+def chunk_text(texts: Texts, *, wall_s: float, exit_code: int | None, session: int | None, raw_bytes: int,
+               output: str, max_tokens: int) -> str:
     tokens = approx_tokens(raw_bytes)
-    status = (f"Process exited with code {exit_code}" if session is None
-              else f"Process running with session ID {session}")
-    return (f"Chunk ID: {secrets.token_hex(3)}\nWall time: {wall_s:.4f} seconds\n{status}\n"
-            f"Original token count: {tokens}\nOutput:\n{truncate(output, tokens, max_tokens)}")
+    status = (texts("exec_command.exited", code=exit_code) if session is None
+              else texts("exec_command.running", session=session))
+    return texts("exec_command.chunk", chunk=secrets.token_hex(3), wall=wall_s, status=status, tokens=tokens,
+                 output=truncate(texts, output, tokens, max_tokens))
 
 
 def read_new(manager: TaskManager, task: Task, size: int) -> tuple[str, int]:
@@ -203,8 +213,8 @@ def read_new(manager: TaskManager, task: Task, size: int) -> tuple[str, int]:
     return text, raw
 
 
-def finish(sessions: ExecSessions, manager: TaskManager, task: Task, number: int | None, started: float,
-           size: int, max_tokens: int) -> str:
+def finish(ctx: ToolContext, sessions: ExecSessions, manager: TaskManager, task: Task, number: int | None,
+           started: float, size: int, max_tokens: int) -> str:
     """The chunk for what the task did since the last read; a task that ended is forgotten."""
     text, raw = read_new(manager, task, size)
     running = task.process.running
@@ -213,7 +223,7 @@ def finish(sessions: ExecSessions, manager: TaskManager, task: Task, number: int
     if not running:
         task.reported = True
     out = task.process.outcome
-    return chunk_text(wall_s=time.monotonic() - started, exit_code=out.exit_code if out else None,
+    return chunk_text(codex_texts(ctx), wall_s=time.monotonic() - started, exit_code=out.exit_code if out else None,
                       session=number if running else None, raw_bytes=raw, output=text, max_tokens=max_tokens)
 
 
@@ -226,7 +236,7 @@ def start_process(ctx: ToolContext, manager: TaskManager, command: str, cwd: Any
         proc = manager.spawn(command, cwd, None, record_cwd=False, wrap=wrap, stdio=Pty() if tty else None,
                              idle_timeout_s=idle_ms / 1000 if idle_ms else None, env=CODEX_ENV, shell=shell)
     except ShellError as e:
-        raise ToolError(f"exec_command failed: {e}") from None
+        raise ToolError(codex_texts(ctx)("exec_command.spawn_failed", error=e)) from None
     if on_exit is not None:
         on_exit(proc)
     return manager.adopt(proc, command, None, "session")

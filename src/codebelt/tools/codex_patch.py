@@ -1,6 +1,7 @@
 """apply_patch (Codex's profile): the patch engine behind ApplyPatch, as Codex offers it — a
 freeform tool whose input is the raw patch (the Responses API's custom tool with Codex's lark
-grammar; a function with one `input` string where only functions exist) — with Codex's texts."""
+grammar; a function with one `input` string where only functions exist) — with Codex's texts
+(texts/codex.toml)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,9 @@ from typing import Any, ClassVar
 from pydantic import Field, ValidationError
 
 from ..tool import Tool, ToolContext, ToolError, ToolResult
-from ._codex import CodexInput, parse_error
+from ._codex import CodexInput, codex_texts, parse_error
 from ._patching import patch_requests, run_patch
 from ._services import shell_cwd
-
-DESCRIPTION = ("The `apply_patch` tool can be used to edit files. This is a FREEFORM tool, so do not wrap the "
-               "patch in JSON.")
 
 # Codex's grammar for the patch, as the Responses API takes it (a custom tool's `format`).
 GRAMMAR = """start: begin_patch hunk+ end_patch
@@ -46,7 +44,7 @@ class CodexPatchInput(CodexInput):
 
 class CodexApplyPatch(Tool):
     name = "apply_patch"
-    description = DESCRIPTION
+    description = codex_texts().description("apply_patch")
     Input = CodexPatchInput
     read_only = False
     destructive = True
@@ -58,9 +56,7 @@ class CodexApplyPatch(Tool):
     # A freeform tool: the model sends the raw text, which becomes {"input": text}.
     freeform: ClassVar[dict[str, Any] | None] = {"type": "grammar", "syntax": "lark", "definition": GRAMMAR}
     # where only functions exist (Chat Completions, MCP), the patch is the `input` argument
-    function_description: ClassVar[str] = (
-        "The `apply_patch` tool can be used to edit files. Pass the whole patch, from `*** Begin Patch` to "
-        "`*** End Patch`, as the `input` string.")
+    function_description: ClassVar[str] = codex_texts()("apply_patch.function_description")
 
     def hook_view(self, raw: dict[str, Any]) -> tuple[str, dict[str, Any], tuple[str, ...]]:
         # As Codex shows it to hooks: its own name with the patch as `command`; a matcher for
@@ -87,9 +83,9 @@ class CodexApplyPatch(Tool):
     def apply(self, patch: str, base: Any, ctx: ToolContext) -> ToolResult:
         started = time.monotonic()
         if "*** Begin Patch" in patch and not patch.replace("*** Begin Patch", "").replace("*** End Patch", "").strip():
-            raise ToolError("patch rejected: empty patch")
+            raise ToolError(codex_texts(ctx)("apply_patch.empty"))
         result = run_patch(patch, base, ctx)
         if result.is_error:
-            raise ToolError(f"apply_patch verification failed: {result.text}")
-        result.text = f"Exit code: 0\nWall time: {time.monotonic() - started:.1f} seconds\nOutput:\n{result.text}"
+            raise ToolError(codex_texts(ctx)("apply_patch.failed", message=result.text))
+        result.text = codex_texts(ctx)("apply_patch.applied", wall=time.monotonic() - started, output=result.text)
         return result

@@ -1,7 +1,7 @@
 """exec_command (Codex's profile): run a command in a shell, on a pseudo-terminal when asked,
 and return its output — or, while it still runs after `yield_time_ms`, a session id that
 write_stdin writes to and polls. The same process model, sandbox, jail and permission decision
-as Bash; the texts are Codex's (tools/_codex.py)."""
+as Bash; the texts are Codex's (texts/codex.toml)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from ..permissions.requests import CommandRequest
 from ..shell.analysis.parse import parse
 from ..shell.analysis.patch_call import find_invocation
 from ..tool import Tool, ToolContext, ToolError, ToolResult
-from ._codex import (DEFAULT_MAX_OUTPUT_TOKENS, CodexInput, exec_sessions, finish, parse_error,
+from ._codex import (DEFAULT_MAX_OUTPUT_TOKENS, CodexInput, codex_texts, exec_sessions, finish, parse_error,
                      start_process)
 from ._patching import patch_requests
 from ._services import shell_cwd, task_manager
@@ -26,8 +26,6 @@ from .bash import _guarded_before, _jail, _undo_at_exit
 from .codex_patch import CodexApplyPatch
 
 MIN_YIELD_MS, MAX_YIELD_MS, DEFAULT_YIELD_MS = 250, 30_000, 10_000
-
-DESCRIPTION = "Runs a command in a PTY, returning output or a session ID for ongoing interaction."
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -91,7 +89,7 @@ def is_posix_shell(argv: list[str]) -> bool:
 
 class ExecCommand(Tool):
     name = "exec_command"
-    description = DESCRIPTION
+    description = codex_texts().description("exec_command")
     Input = ExecCommandInput
     read_only = False
     destructive = True
@@ -157,20 +155,17 @@ class ExecCommand(Tool):
         if inv is not None:  # as Codex answers an intercepted apply_patch: its own output, wrapped
             cwd = self._cwd(params, ctx)
             result = CodexApplyPatch().apply(inv.patch, ctx.workspace.resolve(inv.workdir, base=cwd) if inv.workdir else cwd, ctx)
-            result.text = f"Wall time: {time.monotonic() - started:.4f} seconds\nOutput:\n{result.text}"
+            result.text = codex_texts(ctx)("exec_command.patch", wall=time.monotonic() - started, output=result.text)
             return result
         if params.sandbox_permissions == "require_escalated":
             # a command cannot leave codebelt's sandbox on its own say-so: the sandbox is the
             # session's, and the permission engine has already decided the call
-            raise ToolError("approval policy is Never; reject command — you cannot ask for escalated "
-                            "permissions if the approval policy is Never")
+            raise ToolError(codex_texts(ctx)("exec_command.escalation_refused"))
         cwd = self._cwd(params, ctx)
         if not cwd.exists():
-            raise ToolError('exec_command failed: CreateProcess { message: "Rejected(\\"Failed to create unified '
-                            'exec process: No such file or directory (os error 2)\\")" }')
+            raise ToolError(codex_texts(ctx)("exec_command.no_such_directory"))
         if not cwd.is_dir():
-            raise ToolError('exec_command failed: CreateProcess { message: "Rejected(\\"Failed to create unified '
-                            'exec process: Not a directory (os error 20)\\")" }')
+            raise ToolError(codex_texts(ctx)("exec_command.not_a_directory"))
         manager = ctx.service(task_manager)
         sessions = ctx.service(exec_sessions)
         jail = _jail(ctx)
@@ -185,7 +180,7 @@ class ExecCommand(Tool):
             ctx.check_cancelled()
         if not task.process.running:  # its end (and any undo) is said in this result
             task.settled.wait(2)
-        text = finish(sessions, manager, task, number, started, outcome.size, int(params.max_output_tokens))
+        text = finish(ctx, sessions, manager, task, number, started, outcome.size, int(params.max_output_tokens))
         data: dict[str, Any] = {"session_id": number if task.process.running else None,
                                 "exit_code": task.process.outcome.exit_code if task.process.outcome else None}
         if task.process.running:  # what it writes from now on is checkpointed as a background task's

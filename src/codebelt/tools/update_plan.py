@@ -9,10 +9,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..tool import Tool, ToolContext, ToolResult
-from ._codex import CodexInput, parse_error
-
-DESCRIPTION = ("Updates the task plan.\nProvide an optional explanation and a list of plan items, each with a step "
-               "and status.\nAt most one step can be in_progress at a time.\n")
+from ._codex import CodexInput, codex_texts, parse_error
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -47,7 +44,7 @@ class UpdatePlanInput(CodexInput):
 
 class UpdatePlan(Tool):
     name = "update_plan"
-    description = DESCRIPTION
+    description = codex_texts().description("update_plan")
     Input = UpdatePlanInput
     read_only = True
     concurrency_safe = True
@@ -65,4 +62,4 @@ class UpdatePlan(Tool):
     def run(self, params: UpdatePlanInput, ctx: ToolContext) -> ToolResult:
         plan = [s.model_dump() for s in params.plan]
         ctx.emit("plan", {"explanation": params.explanation, "plan": plan})
-        return ToolResult(text="Plan updated", data={"explanation": params.explanation, "plan": plan})
+        return ToolResult(text=codex_texts(ctx)("update_plan.updated"), data={"explanation": params.explanation, "plan": plan})

@@ -13,11 +13,9 @@ from pydantic import ValidationError
 from ..errors import PathError
 from ..permissions.requests import PathRequest
 from ..tool import Image, Tool, ToolContext, ToolError, ToolResult
-from ._codex import CodexInput, parse_error
+from ._codex import CodexInput, codex_texts, parse_error
 from ._services import shell_cwd
 
-DESCRIPTION = ("View a local image file from the filesystem when visual inspection is needed. Use this for images "
-               "already available on disk.")
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"path": {"type": "string", "description": "Local filesystem path to an image file."}},
@@ -35,7 +33,7 @@ class ViewImageInput(CodexInput):
 
 class ViewImage(Tool):
     name = "view_image"
-    description = DESCRIPTION
+    description = codex_texts().description("view_image")
     Input = ViewImageInput
     read_only = True
     concurrency_safe = True
@@ -72,20 +70,21 @@ class ViewImage(Tool):
     def run(self, params: ViewImageInput, ctx: ToolContext) -> ToolResult:
         from PIL import Image as PILImage
 
+        texts = codex_texts(ctx)
         path = self._path(params, ctx)
         if not path.exists():
-            raise ToolError(f"unable to locate image at `{params.path}`: No such file or directory (os error 2)")
+            raise ToolError(texts("view_image.not_found", path=params.path))
         if not path.is_file():
-            raise ToolError(f"image path `{params.path}` is not a file")
+            raise ToolError(texts("view_image.not_a_file", path=params.path))
         if path.stat().st_size > MAX_BYTES:
-            raise ToolError(f"unable to process image: the file is larger than {MAX_BYTES >> 20} MB")
+            raise ToolError(texts("view_image.too_large", mb=MAX_BYTES >> 20))
         data = path.read_bytes()
         try:
             with PILImage.open(io.BytesIO(data)) as img:
                 fmt = img.format or ""
                 if img.width * img.height > MAX_PIXELS:
-                    raise ToolError(f"unable to process image: {img.width}x{img.height} is more than "
-                                    f"{MAX_PIXELS:,} pixels")
+                    raise ToolError(texts("view_image.too_many_pixels", width=img.width, height=img.height,
+                                          limit=MAX_PIXELS))
                 if fmt in KEPT:
                     mime = KEPT[fmt]
                 else:  # GIF, BMP, TIFF …: its first frame as PNG
@@ -95,7 +94,7 @@ class ViewImage(Tool):
         except ToolError:
             raise
         except Exception:  # noqa: BLE001 - whatever the decoder says, the file is not an image it reads
-            raise ToolError("unable to process image: invalid or unsupported image data") from None
+            raise ToolError(texts("view_image.invalid")) from None
         # Codex shows the image at its original resolution
         return ToolResult(text="", images=[Image(base64.b64encode(data).decode("ascii"), mime, "original")],
                           data={"path": str(path), "mime_type": mime})

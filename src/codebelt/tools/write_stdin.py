@@ -12,13 +12,11 @@ from pydantic import ValidationError
 
 from ..shell.execution import procs
 from ..tool import Tool, ToolContext, ToolError, ToolResult
-from ._codex import DEFAULT_MAX_OUTPUT_TOKENS, CodexInput, exec_sessions, finish, parse_error
+from ._codex import DEFAULT_MAX_OUTPUT_TOKENS, CodexInput, codex_texts, exec_sessions, finish, parse_error
 from ._services import task_manager
 
-MAX_WRITE_YIELD_MS, DEFAULT_WRITE_YIELD_MS = 30_000, 250
+MIN_WRITE_YIELD_MS, MAX_WRITE_YIELD_MS, DEFAULT_WRITE_YIELD_MS = 250, 30_000, 250  # Codex clamps a write's wait
 MIN_POLL_MS, MAX_POLL_MS = 5_000, 300_000
-
-DESCRIPTION = "Writes characters to an existing unified exec session and returns recent output."
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -44,7 +42,7 @@ class WriteStdinInput(CodexInput):
 
 class WriteStdin(Tool):
     name = "write_stdin"
-    description = DESCRIPTION
+    description = codex_texts().description("write_stdin")
     Input = WriteStdinInput
     read_only = False
     destructive = True
@@ -78,7 +76,7 @@ class WriteStdin(Tool):
         sessions = ctx.service(exec_sessions)
         task = sessions.get(params.session_id)
         if task is None or (not task.process.running and task.reported):
-            raise ToolError(f"write_stdin failed: Unknown process id {params.session_id}")
+            raise ToolError(codex_texts(ctx)("write_stdin.unknown_session", session=params.session_id))
         since = manager.output_size(task)
         mark = None
         if params.chars:
@@ -86,19 +84,18 @@ class WriteStdin(Tool):
                 if params.chars == "\u0003":
                     procs.signal_group(task.process.pid, signal.SIGINT)
                 else:
-                    raise ToolError("write_stdin failed: stdin is closed for this session; rerun exec_command "
-                                    "with tty=true to keep stdin open")
+                    raise ToolError(codex_texts(ctx)("write_stdin.stdin_closed"))
             else:
                 try:
                     _, _, mark = manager.write(task.id, params.chars.encode("utf-8", "surrogateescape"))
                 except Exception as e:  # noqa: BLE001 - the process ended meanwhile
-                    raise ToolError(f"write_stdin failed: {e}") from None
+                    raise ToolError(codex_texts(ctx)("write_stdin.failed", error=e)) from None
         if params.chars:
-            wait_ms = min(params.yield_time_ms if params.yield_time_ms is not None else DEFAULT_WRITE_YIELD_MS,
-                          MAX_WRITE_YIELD_MS)
+            asked = params.yield_time_ms if params.yield_time_ms is not None else DEFAULT_WRITE_YIELD_MS
+            wait_ms = min(max(asked, MIN_WRITE_YIELD_MS), MAX_WRITE_YIELD_MS)
         else:
             wait_ms = min(max(params.yield_time_ms or 0, MIN_POLL_MS), MAX_POLL_MS)
         outcome = manager.wait(task, since, max(0.0, wait_ms) / 1000, None, ctx.cancel_event, mark)
         ctx.check_cancelled()
-        text = finish(sessions, manager, task, params.session_id, started, outcome.size, int(params.max_output_tokens))
+        text = finish(ctx, sessions, manager, task, params.session_id, started, outcome.size, int(params.max_output_tokens))
         return ToolResult(text=text, data={"session_id": params.session_id if task.process.running else None})
