@@ -58,6 +58,24 @@ def test_hooks_and_audit_see_codex_calls(make_session, ws, audit_db):
     assert [r[0] for r in rows][-2:] == ["exec_command", "update_plan"] and "echo audited" in rows[-2][1]
 
 
+def test_every_write_stdin_is_audited(make_session, audit_db):
+    s = codex(make_session, mode="bypassPermissions")
+    sid = s.call("exec_command", {"cmd": "cat", "tty": True, "yield_time_ms": 300}).data["session_id"]
+    s.call("write_stdin", {"session_id": sid, "chars": "typed line\n"})
+    s.close()
+    rows = sqlite3.connect(audit_db).execute("SELECT tool, input FROM calls WHERE tool = 'write_stdin'").fetchall()
+    assert rows and "typed line" in rows[0][1]
+
+
+def test_the_cli_offers_the_profile(ws):
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-m", "codebelt.cli", "tools", "--root", str(ws), "--profile", "codex",
+                          "--format", "json"], capture_output=True, text=True, timeout=120, check=True).stdout
+    names = {t["name"] for t in json.loads(out)}
+    assert names == {"exec_command", "write_stdin", "apply_patch", "view_image", "update_plan"}
+
+
 def test_both_openai_shapes(make_session):
     s = codex(make_session, mode="bypassPermissions")
     chat = {t["function"]["name"]: t for t in openai_tools(s)}

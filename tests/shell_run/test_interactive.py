@@ -258,6 +258,16 @@ def test_every_write_is_audited(shell, audit_db):
     assert rows and "typed line" in rows[0][1]
 
 
+def test_a_read_is_bounded_however_much_the_program_printed(shell):
+    s = shell.session()
+    tid = start(s, "python3 -i -q")
+    until(s, tid, ">>> ")
+    r = send(s, tid, "print('x' * 300_000)\n")
+    assert len(r.text) < 40_000 and r.data["truncated"], len(r.text)
+    assert "output skipped" in r.data["stdout"] and r.data["outputPath"] in r.data["stdout"]
+    s.call("TaskStop", {"task_id": tid})
+
+
 def test_live_sessions_are_capped(shell):
     s = shell.session(bash={"maxInteractive": 2})
     a, b = start(s, "cat"), start(s, "cat")
