@@ -62,3 +62,61 @@ def test_a_session_still_running_is_undone_when_it_ends(repo):
         assert not os.path.lexists(repo / ".git" / "commondir")
         seen += s.call("write_stdin", {"session_id": 1, "chars": ""}).text  # the next result says so, if none did
     assert "Removed .git/commondir" in seen, seen
+
+
+# -- confinement: the codex tools and TaskInput are confined as Bash is --------------------------
+def test_exec_command_obeys_the_decisions_confinement(ws, tmp_path):
+    from codebelt.permissions.decision import Decision
+    from codebelt.tools.exec_command import ExecCommand, ExecCommandInput
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("visible outside the jail\n")
+    with Session(ws, profile="codex", load_user_settings=False, audit=False) as s:
+        if s.sandbox().jail.backend is None:
+            pytest.skip(f"no read-only jail here: {s.sandbox().jail.reason}")
+        for confinement, visible in (("sandbox", True), ("jail", False)):
+            ctx = s.context("exec_command")
+            ctx.decision = Decision("allow", "x", "rule", confinement=confinement)
+            text = ExecCommand().run(ExecCommandInput(cmd=f"cat {outside}", login=False), ctx).text
+            assert ("visible outside the jail" in text) is visible, (confinement, text)
+
+
+def test_exec_command_confined_to_a_jail_that_does_not_work_is_refused(ws, tmp_path):
+    from codebelt.permissions.decision import Decision
+    from codebelt.tool import ToolError
+    from codebelt.tools.exec_command import ExecCommand, ExecCommandInput
+
+    marker = tmp_path / "ran"
+    with Session(ws, profile="codex", settings={"sandbox": {"jail": False}}, load_user_settings=False,
+                 audit=False) as s:
+        ctx = s.context("exec_command")
+        ctx.decision = Decision("allow", "x", "read-only", confinement="jail")
+        with pytest.raises(ToolError) as info:
+            ExecCommand().run(ExecCommandInput(cmd=f"touch {marker}"), ctx)
+    assert "read-only jail" in str(info.value) and not marker.exists()
+
+
+def test_the_audit_log_records_codex_calls_confined_as_bash_ones(ws, tmp_path):
+    import sqlite3
+
+    (ws / "a.txt").write_text("alpha\n")
+    rows = {}
+    for profile, calls in (("claude-code", [("Bash", {"command": "cat a.txt"}),
+                                           ("Bash", {"command": "touch b.txt"}),
+                                           ("ApplyPatch", {"input": "*** Begin Patch\n*** Add File: c.txt\n+c\n*** End Patch"})]),
+                           ("codex", [("exec_command", {"cmd": "cat a.txt", "login": False}),
+                                      ("exec_command", {"cmd": "touch b2.txt", "login": False}),
+                                      ("apply_patch", {"input": "*** Begin Patch\n*** Add File: c2.txt\n+c\n*** End Patch"})])):
+        db = tmp_path / f"{profile}.db"
+        with Session(ws, profile=profile, audit=db, mode="bypassPermissions", load_user_settings=False) as s:
+            for name, args in calls:
+                s.call(name, args)
+        rows[profile] = [r[0] for r in sqlite3.connect(db).execute("SELECT confinement FROM calls ORDER BY rowid")]
+    assert rows["codex"] == rows["claude-code"], rows
+
+
+def test_task_input_and_write_stdin_are_listed_as_starting_programs(ws):
+    with Session(ws, load_user_settings=False, audit=False) as s:
+        assert {"Bash", "TaskInput"} <= s._tools.starting_programs()
+    with Session(ws, profile="codex", load_user_settings=False, audit=False) as s:
+        assert {"exec_command", "write_stdin", "apply_patch", "Bash", "ApplyPatch"} <= s._tools.starting_programs()

@@ -48,9 +48,10 @@ INDEX: dict[str, tuple[str, str | None]] = {
 
 
 # The built-in tools whose calls may start programs (a command, ripgrep, a language server for
-# diagnostics): their decisions say how those are confined. Their `starts_programs`; a test
-# checks it against the classes.
-STARTS_PROGRAMS = frozenset({"Write", "Edit", "MultiEdit", "Glob", "Grep", "Bash", "ApplyPatch", "LSP", "RepoMap"})
+# diagnostics, what is typed into a running task): their decisions say how those are confined.
+# Their `starts_programs`; a test checks it against the classes.
+STARTS_PROGRAMS = frozenset({"Write", "Edit", "MultiEdit", "Glob", "Grep", "Bash", "TaskInput", "ApplyPatch", "LSP",
+                             "RepoMap"})
 
 
 def module_tools(module_name: str) -> list[type[Tool]]:
@@ -136,6 +137,8 @@ class ToolTable(Mapping[str, "Tool"]):
         self._families[name] = type(tool).permission_family
         if type(tool).starts_programs:
             self._starting.add(name)
+            if type(tool).rules_as:  # decided as that tool (exec_command as Bash): confined as it
+                self._starting.add(type(tool).rules_as)
         self._tools[name] = tool
 
     def family(self, name: str) -> str | None:

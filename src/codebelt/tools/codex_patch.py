@@ -53,6 +53,7 @@ class CodexApplyPatch(Tool):
     search_hint = "edit files with a patch"
     profile: ClassVar[str] = "codex"
     rules_as = "ApplyPatch"
+    starts_programs = True  # confined as the tool it is decided as
     # A freeform tool: the model sends the raw text, which becomes {"input": text}.
     freeform: ClassVar[dict[str, Any] | None] = {"type": "grammar", "syntax": "lark", "definition": GRAMMAR}
     # where only functions exist (Chat Completions, MCP), the patch is the `input` argument

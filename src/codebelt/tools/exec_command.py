@@ -98,6 +98,7 @@ class ExecCommand(Tool):
     search_hint = "run a shell command, interactively on a terminal when asked"
     profile: ClassVar[str] = "codex"
     rules_as = "Bash"
+    starts_programs = True  # confined as the tool it is decided as
 
     @classmethod
     def input_schema(cls) -> dict[str, Any]:

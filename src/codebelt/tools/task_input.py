@@ -44,6 +44,9 @@ class TaskInput(Tool):
     concurrency_safe = False
     destructive = True
     open_world = True
+    # what it types may make the program start others (a shell's command, a REPL's os.system):
+    # they run where the task runs, confined as the Bash call that started it
+    starts_programs = True
     max_result_chars = 30_000
     search_hint = "type into a running background task: REPLs, prompts, editors"
 

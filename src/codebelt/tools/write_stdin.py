@@ -51,6 +51,7 @@ class WriteStdin(Tool):
     search_hint = "type into a running exec_command session"
     profile: ClassVar[str] = "codex"
     rules_as = "Bash"
+    starts_programs = True  # confined as the tool it is decided as
 
     @classmethod
     def input_schema(cls) -> dict[str, Any]:
