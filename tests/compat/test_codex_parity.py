@@ -120,3 +120,24 @@ def test_task_input_and_write_stdin_are_listed_as_starting_programs(ws):
         assert {"Bash", "TaskInput"} <= s._tools.starting_programs()
     with Session(ws, profile="codex", load_user_settings=False, audit=False) as s:
         assert {"exec_command", "write_stdin", "apply_patch", "Bash", "ApplyPatch"} <= s._tools.starting_programs()
+
+
+# -- credentials: masked for an exec_command auto-allowed in the sandbox, as for Bash -------------
+from tests.security.test_credential_masks import _leaks, home  # noqa: E402,F401 - the planted home fixture
+
+
+@pytest.mark.parametrize("tty", [False, True])
+def test_exec_command_auto_allowed_in_the_sandbox_sees_no_credential(home, make_session, tty):  # noqa: F811
+    from tests.sandbox.conftest import backend_unusable
+
+    if backend_unusable("bwrap"):
+        pytest.skip("bwrap cannot work here (sandboxed auto-allow needs it)")
+    s = make_session(home / "project", profile="codex", settings={"sandbox": {"mode": "bwrap", "autoAllowBash": True}})
+    command = ("touch made.txt && python3 -c \"import os; h=os.path.expanduser('~')\n"
+               "for p in ('.git-'+'credentials', '.ne'+'trc', '.ss'+'h/secret'):\n"
+               "  try: print(open(os.path.join(h, p)).read())\n"
+               "  except OSError as e: print(e)\"")
+    result = s.call("exec_command", {"cmd": command, "tty": tty, "login": False, "yield_time_ms": 20_000})
+    assert "Process exited with code 0" in result.text, result.text  # it ran, unasked
+    assert (home / "project" / "made.txt").exists()
+    assert not _leaks(result.text), result.text
