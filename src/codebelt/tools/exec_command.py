@@ -22,7 +22,7 @@ from ._codex import (DEFAULT_MAX_OUTPUT_TOKENS, CodexInput, codex_texts, exec_se
                      start_process)
 from ._patching import patch_requests
 from ._services import shell_cwd, task_manager
-from .bash import _guarded_before, _jail, _unasked, _undo_at_exit
+from .bash import _guarded_before, _jail, _undo_at_exit, _write_sandbox
 from .codex_patch import CodexApplyPatch
 
 MIN_YIELD_MS, MAX_YIELD_MS, DEFAULT_YIELD_MS = 250, 30_000, 10_000
@@ -169,10 +169,18 @@ class ExecCommand(Tool):
             raise ToolError(codex_texts(ctx)("exec_command.not_a_directory"))
         manager = ctx.service(task_manager)
         sessions = ctx.service(exec_sessions)
-        jail = _jail(ctx) or _unasked(ctx)  # as Bash: the jail, or credentials masked for an unasked command
+        jail = _jail(ctx)
+        # as Bash: the jail, or the write sandbox with credentials masked for an unasked command
+        # and the session's network proxy when sandbox.network names domains
+        net_wrap, attachment = _write_sandbox(params.cmd, ctx, jail is not None)
         before = _guarded_before(ctx)  # as for Bash: what an unasked command may not create is undone
-        task = start_process(ctx, manager, params.cmd, cwd, tty=params.tty, shell=shell_argv(params), wrap=jail,
-                             on_exit=lambda proc: _undo_at_exit(ctx, proc, before))
+        try:
+            task = start_process(ctx, manager, params.cmd, cwd, tty=params.tty, shell=shell_argv(params),
+                                 wrap=jail or net_wrap, on_exit=lambda proc: _undo_at_exit(ctx, proc, before))
+        except BaseException:
+            if attachment is not None:
+                attachment.close()
+            raise
         number = sessions.add(task.id)
         yield_s = min(max(params.yield_time_ms, MIN_YIELD_MS), MAX_YIELD_MS) / 1000
         outcome = manager.wait(task, 0, yield_s, None, ctx.cancel_event)
