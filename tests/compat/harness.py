@@ -48,6 +48,9 @@ FILES_DIR = FIXTURES / "files"
 WORKSPACES_FILE = FIXTURES / "workspaces.json"
 TOOLS_FILE = FIXTURES / "tools.json"
 VERSION_FILE = FIXTURES / "VERSION"
+PROFILES_DIR = Path(__file__).resolve().parents[2] / "src" / "codebelt" / "texts"
+DEFAULT_PROFILE = "claude-code"
+PROGRAM = "Claude Code"
 
 # Fixed modification times: file i of a workspace is BASE_MTIME + 60·i seconds old-to-new, so
 # "newest first" orders are the same on every machine and in every run.
@@ -70,10 +73,78 @@ class Case:
         return f"{self.group}/{self.name}"
 
 
-def load_cases(groups: list[str] | None = None) -> list[Case]:
+# -- releases --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Release:
+    """A recorded Claude Code release and the compat profile that follows it. The current one
+    (the default profile, pinned by VERSION) lives at the top of the fixtures; an older one in
+    a folder named by its version, with its goldens, tools.json, report.md and the cases of the
+    tools only it had (`cases/`); each profile has its own differences table."""
+
+    profile: str
+    version: str
+    folder: Path
+
+    @property
+    def default(self) -> bool:
+        return self.profile == DEFAULT_PROFILE
+
+    @property
+    def goldens_dir(self) -> Path:
+        return self.folder / "goldens"
+
+    @property
+    def tools_file(self) -> Path:
+        return self.folder / "tools.json"
+
+    @property
+    def report_file(self) -> Path:
+        return self.folder / "report.md"
+
+    @property
+    def differences_file(self) -> Path:
+        name = "differences.json" if self.default else f"differences.{self.profile}.json"
+        return Path(__file__).with_name(name)
+
+
+def _profile_table(name: str) -> dict[str, Any]:
+    import tomllib
+
+    table = tomllib.loads((PROFILES_DIR / f"{name}.toml").read_text(encoding="utf-8")).get("profile", {})
+    parent = table.get("extends")
+    return {**(_profile_table(parent) if parent else {}), **table}
+
+
+def releases() -> list[Release]:
+    """Every Claude Code release a profile follows, the default profile's first."""
+    out = []
+    for path in sorted(PROFILES_DIR.glob("*.toml")):
+        table = _profile_table(path.stem)
+        if table.get("program") != PROGRAM:
+            continue
+        if path.stem == DEFAULT_PROFILE:
+            out.insert(0, Release(path.stem, VERSION_FILE.read_text().strip(), FIXTURES))
+        else:
+            out.append(Release(path.stem, table["release"], FIXTURES / table["release"]))
+    return out
+
+
+def release(profile: str | None = None) -> Release:
+    name = profile or DEFAULT_PROFILE
+    for r in releases():
+        if r.profile == name:
+            return r
+    raise ValueError(f"no Claude Code profile {name!r}; expected one of {', '.join(r.profile for r in releases())}")
+
+
+def load_cases(groups: list[str] | None = None, release: Release | None = None) -> list[Case]:
+    """The shared case table, and the cases of the release's own tools."""
     cases: list[Case] = []
     seen: set[str] = set()
-    for path in sorted(CASES_DIR.glob("*.jsonl")):
+    paths = sorted(CASES_DIR.glob("*.jsonl"))
+    if release is not None and not release.default:
+        paths += sorted((release.folder / "cases").glob("*.jsonl"))
+    for path in paths:
         group = path.stem
         if groups and group not in groups:
             continue
@@ -375,12 +446,12 @@ def result_of(reply: list[Any], ws: str, tasks: Placeholders) -> dict[str, Any]:
     return out
 
 
-def golden_path(group: str) -> Path:
-    return GOLDENS_DIR / f"{group}.json"
+def golden_path(group: str, release: Release | None = None) -> Path:
+    return (release.goldens_dir if release is not None else GOLDENS_DIR) / f"{group}.json"
 
 
-def load_goldens(group: str) -> dict[str, Any]:
-    path = golden_path(group)
+def load_goldens(group: str, release: Release | None = None) -> dict[str, Any]:
+    path = golden_path(group, release)
     if not path.exists():
         return {}
     return json.loads(path.read_text(encoding="utf-8"))["cases"]
