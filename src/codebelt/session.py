@@ -263,7 +263,8 @@ class Session:
             from .tools import ToolTable, builtin_families
 
             # Built-in tools are imported when first called or described, not here.
-            self._tools = ToolTable(tools)
+            # a compat profile of an older release leaves out the tools that release did not have
+            self._tools = ToolTable(tools, without=self.texts.value("profile.without", ()))
             if self.settings.checkpoints.enabled and self.settings.checkpoints.model_tool:
                 from .tools.checkpoints import CheckpointsTool
 

@@ -257,6 +257,7 @@ _TASK_ID = re.compile(r"background(?: with)? \(?ID: ([A-Za-z0-9_-]+)")
 _CELL_ID = re.compile(r"^Inserted cell ([A-Za-z0-9_-]+) with ")
 _GREP_TOTAL = re.compile(r"(\(More results: )(?:more than )?\d+")
 _WRITTEN_TO = re.compile(r"written to:? (/\S+)")
+_TIMESTAMP = re.compile(r"<timestamp>[0-9T:.Z-]+</timestamp>")  # BashOutput's, in older releases
 _PATH_TOKEN = re.compile(r"/[^\s'\"<>`]+")
 
 
@@ -324,6 +325,7 @@ def normalise_text(text: str, ws: str, seen: Placeholders) -> str:
     # codebelt's Grep content paging note: the total is exact when ripgrep ran to the end and a
     # lower bound when it was stopped once the page was full — which happens first is timing
     text = _GREP_TOTAL.sub(r"\1$TOTAL", text)
+    text = _TIMESTAMP.sub("<timestamp>$TIME</timestamp>", text)
     for private in seen.private:  # after the workspace, which may lie inside one
         text = re.sub(re.escape(private) + r"(?:/[^\s'\"<>`,]*)?", "$PRIVATE_FILE", text)
     return text
@@ -417,6 +419,28 @@ def _split_notifications(block: dict[str, Any]) -> tuple[dict[str, Any], list[di
         return block, []
     first = {**content[0], "text": content[0]["text"][:m.start()]}
     return {**block, "content": [first, *content[1:]]}, [{"type": "text", "text": m.group(1)}]
+
+
+# Claude Code 1.0 told the model about background shells in reminders it attached to the next
+# results ("Background Bash ID (command: …) (status: …) …"); codebelt (older profile) tells it
+# once, when the shell ended. Like the <task-notification> above they are the conversation's,
+# not the tool's, and when they come is a matter of timing: they are compared apart.
+_SHELL_REMINDER = re.compile(r"(?:\A|\n\n)<system-reminder>\nBackground Bash [^\n]*\n</system-reminder>\Z")
+
+
+def without_shell_reminders(result: Any) -> Any:
+    """A tool_result without the background-shell reminders at the end of its first text."""
+    if not isinstance(result, dict) or not isinstance(result.get("content"), list) or not result["content"]:
+        return result
+    first = result["content"][0]
+    if first.get("type") != "text" or not isinstance(first.get("text"), str):  # (a long text is kept as a digest)
+        return result
+    text = first["text"]
+    while (m := _SHELL_REMINDER.search(text)) is not None:
+        text = text[:m.start()]
+    if text == first.get("text"):
+        return result
+    return {**result, "content": [{**first, "text": text}, *result["content"][1:]]}
 
 
 def result_of(reply: list[Any], ws: str, tasks: Placeholders) -> dict[str, Any]:

@@ -44,8 +44,9 @@ def run_case(case: harness.Case, release: harness.Release | None = None) -> dict
 
 def comparable(record: dict[str, Any]) -> dict[str, Any]:
     """What must match: each call's tool_result and the files the calls changed (the blocks a
-    harness adds next to a result — reminders, notifications — are Claude Code's, not a tool's)."""
+    harness adds next to a result — reminders, notifications — are Claude Code's, not a tool's;
+    so are the background-shell reminders Claude Code 1.0 wrote at the end of a result)."""
     return {
-        "calls": [c.get("result", c.get("missing")) for c in record["calls"]],
+        "calls": [harness.without_shell_reminders(c.get("result", c.get("missing"))) for c in record["calls"]],
         "files": record.get("files", {}),
     }

@@ -10,10 +10,10 @@ not a fork.
 
 Templates are `str.format` strings over named facts; `{{` and `}}` are literal braces.
 
-Besides texts a profile holds, under `[profile]`, the tool set it offers (`tools`: names of
-built-in tools; absent: every built-in tool) and, per tool, `[Tool.parameters]`: descriptions of
-input parameters where that program words them otherwise. Only the profile in use is read, when
-a session first needs it.
+Besides texts a profile holds, under `[profile]`, the built-in tools it leaves out (`without`:
+an older release's profile leaves out the tools that release did not have) and the row format of
+Read (`Read.row`), and, per tool, `[Tool.parameters]`: descriptions of input parameters where that
+release words them otherwise. Only the profile in use is read, when a session first needs it.
 """
 
 from __future__ import annotations
@@ -63,11 +63,6 @@ class Texts:
         """Descriptions of `tool`'s input parameters, where this profile words them."""
         value = self._table.get(tool, {}).get("parameters", {})
         return {k: v for k, v in value.items() if isinstance(v, str)} if isinstance(value, dict) else {}
-
-    def tools(self) -> list[str] | None:
-        """The built-in tools this profile offers, by name (None: every one)."""
-        value = self._table.get("profile", {}).get("tools")
-        return list(value) if isinstance(value, list) else None
 
     def value(self, key: str, default: Any = None) -> Any:
         """A non-text value of the profile (a number, a list)."""
