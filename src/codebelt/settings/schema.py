@@ -278,9 +278,10 @@ class EditSettings(Section):
 
 
 class CompatSettings(Section):
-    profile: Literal["claude-code"] = setting(
+    profile: Literal["claude-code", "claude-code-1.0"] = setting(
         "claude-code", "Whose texts the tools speak: `claude-code` is Claude Code's current release (result and "
-        "error texts, tool descriptions), as recorded from the real program.", workspace=ANY)
+        "error texts, tool descriptions), as recorded from the real program; `claude-code-1.0` its last 1.0 "
+        "release (1.0.128: Read's padded number and arrow, BashOutput and KillShell, no TaskStop).", workspace=ANY)
 
 
 class IntelSettings(Section):
