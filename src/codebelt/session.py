@@ -299,6 +299,8 @@ class Session:
         self._task_end_callbacks: list[Callable[[dict[str, Any]], None]] = []
         _open_sessions.add(self)
         self._run_hooks("SessionStart", {"source": "startup"})
+        if self.settings.checkpoints.enabled and self.settings.checkpoints.baseline_at_start:
+            threading.Thread(target=self._start_checkpoints, name="codebelt-checkpoints-start", daemon=True).start()
         self._warm_start()
 
     def _warm_start(self) -> None:
@@ -771,6 +773,16 @@ class Session:
         from .tools._services import checkpoints
 
         return self.service(checkpoints)
+
+    def _start_checkpoints(self) -> None:
+        """The checkpoint baseline, begun in the background (a writing command waits only for
+        its watches, never for its contents)."""
+        try:
+            book = self._checkpoints()
+            if book is not None:
+                book.start_background()
+        except Exception:  # noqa: BLE001 - closed meanwhile, or no store: the first command tries again
+            pass
 
     def _checkpoint_begin(self, tool: Tool, params: Any, ctx: ToolContext, decision: Decision):
         from . import checkpointing

@@ -96,6 +96,8 @@ KEYS: dict[str, tuple[Any, Any]] = {
     "checkpoints.maxCallMB": (10**6, 1),
     "checkpoints.maxFiles": (10**8, 100),
     "checkpoints.modelTool": (True, None),
+    "checkpoints.exclude": (None, ["generated"]),
+    "checkpoints.baselineAtStart": (None, False),
     "hooks": (HOOK, None),
     "disableAllHooks": (True, None),
     "trustedWorkspaces": (["/"], None),

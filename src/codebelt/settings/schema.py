@@ -347,6 +347,16 @@ class CheckpointsSettings(Section):
                              "are tracked; past it they are not recorded, and each checkpoint says so.", gt=0, workspace=LOWER)
     model_tool: bool = setting(False, "Give the model the Checkpoints tool (list, rewind, undo). A person's feature "
                                "first: off unless the user turns it on.")
+    exclude: Globs = setting(
+        ["node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+         "target", "dist", "build", ".next", ".gradle", ".parcel-cache", ".turbo"],
+        "Directories whose contents Bash checkpoints do not keep (a name, or a path below the root when it has a "
+        "`/`), unless git tracks files in them: what a command changes there is said (\"not kept, excluded\", with "
+        "a count), not kept. Regenerable trees: packages, virtual environments, build output.", workspace=ADD)
+    baseline_at_start: bool = setting(
+        True, "Begin the baseline Bash checkpoints need when the session starts, in the background at a lower "
+        "priority (off: on the first writing command). `codebelt call` never does: a read-only call pays nothing.",
+        workspace=ANY)
 
 
 HOOK_EVENTS = (

@@ -309,7 +309,7 @@ def checkpoints(ctx: ToolContext) -> Checkpoints | None:
     placeholders = [str(r / d) for r in ctx.workspace.roots for d in PROTECTED_DIRS]
     placeholders += [str(r / ".git" / d) for r in ctx.workspace.roots for d in GIT_PROTECTED_DIRS]
     return Checkpoints(checkpoint_dir(cfg.directory), [str(r) for r in ctx.workspace.roots], ctx.session_id, limits,
-                       placeholders=placeholders, ignore=[ctx.temp_dir, ctx.results_dir])
+                       placeholders=placeholders, ignore=[ctx.temp_dir, ctx.results_dir], exclude=cfg.exclude)
 
 
 def server_profile(spec) -> HelperProfile:

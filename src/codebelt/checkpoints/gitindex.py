@@ -1,0 +1,252 @@
+"""Git's index, read (never written): which files of a work tree git already holds as blobs.
+
+For a file whose stat matches its index entry — size, mtime, ctime, inode, uid, gid, mode, the
+test git makes to skip re-hashing it — the file's content is the blob the entry names, already
+in the repository's object database: a checkpoint's baseline can record the blob id instead of
+copying the file. Entries git itself would not trust are left out: racily clean ones (modified
+in the same instant the index was written), assume-valid, skip-worktree and intent-to-add ones,
+unmerged stages, symlinks and submodules.
+
+The index is parsed here (formats 2 to 4; a split or sparse index, SHA-256 repositories and
+repositories whose attributes or config convert content on checkout are not used) rather than
+through `git ls-files`: nothing of the repository's — config, hooks, fsmonitor — is run, and
+nothing in `.git` is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MAX_INDEX_BYTES = 512 << 20
+_HEAD = struct.Struct(">4sII")
+_ENTRY = struct.Struct(">IIIIIIIIII20sH")  # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size, id, flags
+_M32 = 0xFFFFFFFF
+# Attributes that make a work-tree file differ from its blob (git-lfs and other filters,
+# line-ending conversion to CRLF, re-encoding, $Id$ expansion).
+_CONVERTING_ATTRS = re.compile(rb"\b(filter|eol|working-tree-encoding|ident)\b")
+
+
+@dataclass
+class Repo:
+    """Where a work tree's repository keeps its index and objects."""
+
+    top: Path  # the work tree's top directory
+    git_dir: Path  # its .git directory (a worktree's own, for a linked worktree)
+    common_dir: Path  # where objects live (the main .git of a linked worktree)
+    prefix: str = ""  # the tracked root's path below `top` ("" when it is the top), with a "/"
+    why_not: str | None = None  # why blob ids cannot be used for it
+
+    @property
+    def objects(self) -> Path:
+        return self.common_dir / "objects"
+
+
+def find_repo(root: str) -> Repo | None:
+    """The repository whose work tree holds `root` (found as git does: a `.git` directory or
+    `gitdir:` file in `root` or above it), or None."""
+    here = Path(root)
+    for _ in range(64):
+        dot = here / ".git"
+        git_dir: Path | None = None
+        try:
+            if dot.is_dir() and not dot.is_symlink():
+                git_dir = dot
+            elif dot.is_file() and not dot.is_symlink():
+                text = _read_small(dot, 4096).decode("utf-8", "replace").strip()
+                if text.startswith("gitdir:"):
+                    git_dir = (here / text[7:].strip()).resolve()
+        except OSError:
+            git_dir = None
+        if git_dir is not None:
+            common = git_dir
+            try:
+                rel = _read_small(git_dir / "commondir", 4096).decode("utf-8", "replace").strip()
+                if rel:
+                    common = (git_dir / rel).resolve()
+            except OSError:
+                pass
+            prefix = "" if here == Path(root) else os.path.relpath(root, here) + "/"
+            repo = Repo(here, git_dir, common, prefix)
+            repo.why_not = _unusable(repo)
+            return repo
+        if here.parent == here:
+            return None
+        here = here.parent
+    return None
+
+
+def _read_small(path: Path, limit: int) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        return os.read(fd, limit)
+    finally:
+        os.close(fd)
+
+
+def _unusable(repo: Repo) -> str | None:
+    """Why the repository's blobs may not equal its work-tree files (or cannot be read here)."""
+    configs = [repo.common_dir / "config", repo.git_dir / "config.worktree"]
+    for cfg in configs:
+        try:
+            text = _read_small(cfg, 1 << 20).lower()
+        except OSError:
+            continue
+        flat = text.replace(b" ", b"").replace(b"\t", b"")
+        if b"objectformat=sha256" in flat:
+            return "a SHA-256 repository"
+        if b"autocrlf=true" in flat or b"eol=crlf" in flat or b"[filter" in flat:
+            return "its config converts content on checkout"
+        if b"worktree=" in flat:
+            return "its config names another work tree"
+        if b"[include" in flat:
+            return "its config includes other files"
+    for attrs in (repo.top / ".gitattributes", repo.common_dir / "info" / "attributes"):
+        try:
+            text = _read_small(attrs, 1 << 20)
+        except OSError:
+            continue
+        for line in text.splitlines():
+            line = line.strip()
+            if line and not line.startswith(b"#") and _CONVERTING_ATTRS.search(line):
+                return f"{attrs.name} converts content on checkout"
+    return None
+
+
+@dataclass
+class Index:
+    """The usable entries of an index: path (relative to the work tree's top, bytes) → entry."""
+
+    entries: dict[bytes, tuple[int, ...]] = field(default_factory=dict)
+    mtime_ns: int = 0  # the index file's own mtime: entries modified since may be racily clean
+
+    def blob_for(self, rel: bytes, st: os.stat_result) -> str | None:
+        """The blob id of the file `rel` when `st` (its lstat) matches the entry as git would
+        require to skip re-hashing it; else None."""
+        e = self.entries.get(rel)
+        if e is None:
+            return None
+        cs, cn, ms, mn, ino, mode, uid, gid, size, blob = e
+        if (size != st.st_size & _M32 or ms != (st.st_mtime_ns // 1_000_000_000) & _M32
+                or mn != st.st_mtime_ns % 1_000_000_000 or cs != (st.st_ctime_ns // 1_000_000_000) & _M32
+                or cn != st.st_ctime_ns % 1_000_000_000 or ino != st.st_ino & _M32
+                or uid != st.st_uid & _M32 or gid != st.st_gid & _M32):
+            return None
+        if mode != (0o100755 if st.st_mode & 0o100 else 0o100644) or st.st_size != size:
+            return None
+        if st.st_mtime_ns >= self.mtime_ns:  # racily clean: git itself would look at the content
+            return None
+        return blob
+
+    def tracks_under(self, rel_dir: bytes) -> bool:
+        """Whether any entry (usable or not) lies under the directory `rel_dir`."""
+        return rel_dir + b"/" in self._dirs()
+
+    def _dirs(self) -> set[bytes]:
+        dirs = getattr(self, "_dir_set", None)
+        if dirs is None:
+            dirs = set()
+            for p in self.all_paths:
+                i = p.rfind(b"/")
+                while i > 0:
+                    d = p[:i + 1]
+                    if d in dirs:
+                        break
+                    dirs.add(d)
+                    i = p.rfind(b"/", 0, i)
+            self._dir_set = dirs
+        return dirs
+
+    all_paths: list[bytes] = field(default_factory=list)
+
+
+class IndexError_(Exception):
+    """The index cannot be used (unknown version, a split index, corrupt)."""
+
+
+def read_index(repo: Repo) -> Index:
+    path = repo.git_dir / "index"
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if st.st_size > MAX_INDEX_BYTES:
+            raise IndexError_("the index is too large")
+        chunks = []
+        while True:
+            c = os.read(fd, 1 << 22)
+            if not c:
+                break
+            chunks.append(c)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    out = parse_index(data)
+    out.mtime_ns = st.st_mtime_ns
+    return out
+
+
+def parse_index(data: bytes) -> Index:
+    if len(data) < 32 or hashlib.sha1(data[:-20]).digest() != data[-20:]:
+        raise IndexError_("the index is truncated or corrupt")
+    sig, version, count = _HEAD.unpack_from(data, 0)
+    if sig != b"DIRC" or version not in (2, 3, 4):
+        raise IndexError_(f"unknown index format {version}")
+    end = len(data) - 20
+    pos = 12
+    out = Index()
+    entries = out.entries
+    paths = out.all_paths
+    unpack = _ENTRY.unpack_from
+    prev = b""
+    for _ in range(count):
+        if pos + 62 > end:
+            raise IndexError_("the index is truncated")
+        cs, cn, ms, mn, _dev, ino, mode, uid, gid, size, blob, flags = unpack(data, pos)
+        p = pos + 62
+        extended = 0
+        if flags & 0x4000:
+            if version < 3:
+                raise IndexError_("extended flags in a version 2 index")
+            extended = int.from_bytes(data[p:p + 2], "big")
+            p += 2
+        if version == 4:
+            strip, p = _varint(data, p)
+            nul = data.index(b"\0", p, end)
+            if strip > len(prev):
+                raise IndexError_("bad path compression")
+            name = prev[:len(prev) - strip] + data[p:nul]
+            pos = nul + 1
+        else:
+            nul = data.index(b"\0", p, end)
+            name = data[p:nul]
+            pos += (nul - pos + 8) & ~7
+        prev = name
+        paths.append(name)
+        if (flags & 0x8000 or flags & 0x3000 or extended & 0x6000  # assume-valid, unmerged, skip-worktree/intent-to-add
+                or mode not in (0o100644, 0o100755)):
+            continue
+        entries[name] = (cs, cn, ms, mn, ino, mode, uid, gid, size, blob.hex())
+    while pos + 8 <= end:  # extensions: a split index keeps its entries elsewhere
+        sig = data[pos:pos + 4]
+        (size,) = struct.unpack_from(">I", data, pos + 4)
+        if sig == b"link":
+            raise IndexError_("a split index")
+        if sig == b"sdir":
+            raise IndexError_("a sparse index")
+        pos += 8 + size
+    return out
+
+
+def _varint(data: bytes, p: int) -> tuple[int, int]:
+    c = data[p]
+    p += 1
+    val = c & 127
+    while c & 128:
+        c = data[p]
+        p += 1
+        val = ((val + 1) << 7) | (c & 127)
+    return val, p
