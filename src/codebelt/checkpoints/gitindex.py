@@ -19,7 +19,7 @@ import hashlib
 import os
 import re
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 MAX_INDEX_BYTES = 512 << 20
@@ -117,12 +117,17 @@ def _unusable(repo: Repo) -> str | None:
     return None
 
 
-@dataclass
+IndexEntry = tuple[int, int, int, int, int, int, int, int, int, str]  # ctime s/ns, mtime s/ns, ino, mode, uid, gid, size, blob
+
+
 class Index:
     """The usable entries of an index: path (relative to the work tree's top, bytes) → entry."""
 
-    entries: dict[bytes, tuple[int, ...]] = field(default_factory=dict)
-    mtime_ns: int = 0  # the index file's own mtime: entries modified since may be racily clean
+    def __init__(self) -> None:
+        self.entries: dict[bytes, IndexEntry] = {}
+        self.all_paths: list[bytes] = []  # every entry's path, usable or not
+        self.mtime_ns = 0  # the index file's own mtime: entries modified since may be racily clean
+        self._dirs: set[bytes] | None = None
 
     def blob_for(self, rel: bytes, st: os.stat_result) -> str | None:
         """The blob id of the file `rel` when `st` (its lstat) matches the entry as git would
@@ -144,12 +149,8 @@ class Index:
 
     def tracks_under(self, rel_dir: bytes) -> bool:
         """Whether any entry (usable or not) lies under the directory `rel_dir`."""
-        return rel_dir + b"/" in self._dirs()
-
-    def _dirs(self) -> set[bytes]:
-        dirs = getattr(self, "_dir_set", None)
-        if dirs is None:
-            dirs = set()
+        if self._dirs is None:
+            dirs: set[bytes] = set()
             for p in self.all_paths:
                 i = p.rfind(b"/")
                 while i > 0:
@@ -158,10 +159,8 @@ class Index:
                         break
                     dirs.add(d)
                     i = p.rfind(b"/", 0, i)
-            self._dir_set = dirs
-        return dirs
-
-    all_paths: list[bytes] = field(default_factory=list)
+            self._dirs = dirs
+        return rel_dir + b"/" in self._dirs
 
 
 class IndexError_(Exception):

@@ -42,6 +42,7 @@ from .records import Change
 from .store import ObjectStore, TooLarge, Unreadable
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .gitindex import Index, Repo
     from .gitobjects import ObjectReader
 
 GIT_PREFIX = "git:"
@@ -87,7 +88,7 @@ class Tracker:
         self._use_journal = use_journal
         self._patterns = tuple(exclude)
         self._use_git = use_git
-        self.git: dict[str, tuple] = {}  # root → (Repo, Index) of the repository holding it
+        self.git: dict[str, tuple[Repo, Index]] = {}  # root → the repository holding it, and its index
         self.git_note = ""
         self._readers: dict[str, ObjectReader] = {}  # root → the repository's objects, opened on first use
         self.exclusions = Exclusions(())
