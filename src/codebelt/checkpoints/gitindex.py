@@ -22,12 +22,15 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from .gitobjects import open_regular, read_regular
+
 MAX_INDEX_BYTES = 512 << 20
 _HEAD = struct.Struct(">4sII")
 _ENTRY = struct.Struct(">IIIIIIIIII20sH")  # ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size, id, flags
 _M32 = 0xFFFFFFFF
 # Attributes that make a work-tree file differ from its blob (git-lfs and other filters,
 # line-ending conversion to CRLF, re-encoding, $Id$ expansion).
+_CRLF = re.compile(rb"autocrlf=(true|yes|on|1)\b|eol=crlf")
 _CONVERTING_ATTRS = re.compile(rb"\b(filter|eol|working-tree-encoding|ident)\b")
 
 
@@ -59,7 +62,7 @@ def find_repo(root: str) -> Repo | None:
             elif dot.is_file() and not dot.is_symlink():
                 text = _read_small(dot, 4096).decode("utf-8", "replace").strip()
                 if text.startswith("gitdir:"):
-                    git_dir = (here / text[7:].strip()).resolve()
+                    git_dir = Path(os.path.realpath(here / text[7:].strip()))  # never raises on a loop
         except OSError:
             git_dir = None
         if git_dir is not None:
@@ -67,7 +70,7 @@ def find_repo(root: str) -> Repo | None:
             try:
                 rel = _read_small(git_dir / "commondir", 4096).decode("utf-8", "replace").strip()
                 if rel:
-                    common = (git_dir / rel).resolve()
+                    common = Path(os.path.realpath(git_dir / rel))
             except OSError:
                 pass
             prefix = "" if here == Path(root) else os.path.relpath(root, here) + "/"
@@ -81,17 +84,33 @@ def find_repo(root: str) -> Repo | None:
 
 
 def _read_small(path: Path, limit: int) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        return os.read(fd, limit)
-    finally:
-        os.close(fd)
+    return read_regular(path, limit)  # a FIFO or device in the repository's place: OSError
+
+
+def _user_git_files(name: str) -> list[Path]:
+    """The user's and the system's git `config` or `attributes` (which apply to every repository)."""
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    out = [Path(xdg) / "git" / name]
+    if name == "config":
+        out += [Path(os.path.expanduser("~/.gitconfig")), Path("/etc/gitconfig")]
+    else:
+        out += [Path("/etc/gitattributes")]
+    return out
+
+
+def converts(attributes: bytes) -> bool:
+    """Whether a `.gitattributes` text sets anything that makes a file differ from its blob."""
+    for line in attributes.splitlines():
+        line = line.strip()
+        if line and not line.startswith(b"#") and _CONVERTING_ATTRS.search(line):
+            return True
+    return False
 
 
 def _unusable(repo: Repo) -> str | None:
     """Why the repository's blobs may not equal its work-tree files (or cannot be read here)."""
-    configs = [repo.common_dir / "config", repo.git_dir / "config.worktree"]
-    for cfg in configs:
+    own = [repo.common_dir / "config", repo.git_dir / "config.worktree"]
+    for cfg in own + _user_git_files("config"):
         try:
             text = _read_small(cfg, 1 << 20).lower()
         except OSError:
@@ -99,21 +118,21 @@ def _unusable(repo: Repo) -> str | None:
         flat = text.replace(b" ", b"").replace(b"\t", b"")
         if b"objectformat=sha256" in flat:
             return "a SHA-256 repository"
-        if b"autocrlf=true" in flat or b"eol=crlf" in flat or b"[filter" in flat:
-            return "its config converts content on checkout"
+        if _CRLF.search(flat) or (cfg in own and b"[filter" in flat):
+            return f"{cfg} converts content on checkout"
         if b"worktree=" in flat:
-            return "its config names another work tree"
+            return f"{cfg} names another work tree"
+        if b"attributesfile=" in flat:
+            return f"{cfg} names an attributes file elsewhere"
         if b"[include" in flat:
-            return "its config includes other files"
-    for attrs in (repo.top / ".gitattributes", repo.common_dir / "info" / "attributes"):
+            return f"{cfg} includes other files"
+    for attrs in (repo.top / ".gitattributes", repo.common_dir / "info" / "attributes", *_user_git_files("attributes")):
         try:
             text = _read_small(attrs, 1 << 20)
         except OSError:
             continue
-        for line in text.splitlines():
-            line = line.strip()
-            if line and not line.startswith(b"#") and _CONVERTING_ATTRS.search(line):
-                return f"{attrs.name} converts content on checkout"
+        if converts(text):
+            return f"{attrs} converts content on checkout"
     return None
 
 
@@ -167,33 +186,47 @@ class IndexError_(Exception):
     """The index cannot be used (unknown version, a split index, corrupt)."""
 
 
-def read_index(repo: Repo) -> Index:
-    path = repo.git_dir / "index"
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+def read_index(repo: Repo, max_entries: int = 1_000_000) -> Index:
+    """The repository's index, read without blocking (a FIFO in its place is refused, not
+    waited on), at most MAX_INDEX_BYTES and `max_entries` entries."""
+    fd = open_regular(repo.git_dir / "index")
     try:
         st = os.fstat(fd)
         if st.st_size > MAX_INDEX_BYTES:
             raise IndexError_("the index is too large")
-        chunks = []
-        while True:
-            c = os.read(fd, 1 << 22)
+        chunks, left = [], MAX_INDEX_BYTES + 1
+        while left > 0:
+            c = os.read(fd, min(left, 1 << 22))
             if not c:
                 break
             chunks.append(c)
+            left -= len(c)
     finally:
         os.close(fd)
     data = b"".join(chunks)
-    out = parse_index(data)
+    if len(data) > MAX_INDEX_BYTES:
+        raise IndexError_("the index is too large")
+    out = parse_index(data, max_entries)
     out.mtime_ns = st.st_mtime_ns
     return out
 
 
-def parse_index(data: bytes) -> Index:
+def parse_index(data: bytes, max_entries: int = 1_000_000) -> Index:
+    """The entries of an index file's bytes; anything malformed is IndexError_."""
+    try:
+        return _parse_index(data, max_entries)
+    except (ValueError, IndexError, struct.error) as e:  # a bad offset, a missing NUL, a short field
+        raise IndexError_(f"the index is malformed ({type(e).__name__})") from None
+
+
+def _parse_index(data: bytes, max_entries: int) -> Index:
     if len(data) < 32 or hashlib.sha1(data[:-20]).digest() != data[-20:]:
         raise IndexError_("the index is truncated or corrupt")
     sig, version, count = _HEAD.unpack_from(data, 0)
     if sig != b"DIRC" or version not in (2, 3, 4):
         raise IndexError_(f"unknown index format {version}")
+    if count > max_entries:
+        raise IndexError_(f"the index has more than {max_entries} entries")
     end = len(data) - 20
     pos = 12
     out = Index()
@@ -224,6 +257,8 @@ def parse_index(data: bytes) -> Index:
             name = data[p:nul]
             pos += (nul - pos + 8) & ~7
         prev = name
+        if not _plain(name):
+            continue  # a path git itself would refuse to check out: never a key to look up
         paths.append(name)
         if (flags & 0x8000 or flags & 0x3000 or extended & 0x6000  # assume-valid, unmerged, skip-worktree/intent-to-add
                 or mode not in (0o100644, 0o100755)):
@@ -240,11 +275,20 @@ def parse_index(data: bytes) -> Index:
     return out
 
 
+def _plain(name: bytes) -> bool:
+    """A relative path of plain components: no empty, `.`, `..` or `.git` one, not absolute."""
+    if not name or len(name) > 4096 or name.startswith(b"/") or name.endswith(b"/"):
+        return False
+    return all(part not in (b"", b".", b"..") and part.lower() != b".git" for part in name.split(b"/"))
+
+
 def _varint(data: bytes, p: int) -> tuple[int, int]:
     c = data[p]
     p += 1
     val = c & 127
     while c & 128:
+        if val > 1 << 32:
+            raise IndexError_("bad path compression")
         c = data[p]
         p += 1
         val = ((val + 1) << 7) | (c & 127)

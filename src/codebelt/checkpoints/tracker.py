@@ -170,6 +170,7 @@ class Tracker:
             self.watched.set()
             self.filled.set()
             return
+        self._drop_converting_git()
         if self.journal is not None and self.mode != "scan":
             self.mode, self.reason = "journal", f"inotify on {self.journal.watched} directories"
         elif self.mode != "scan":
@@ -190,10 +191,31 @@ class Tracker:
                 if repo.why_not:
                     notes.append(f"git's objects not used for {root}: {repo.why_not}")
                     continue
-                self.git[root] = (repo, gitindex.read_index(repo))
-            except (OSError, ValueError, gitindex.IndexError_) as e:
+                self.git[root] = (repo, gitindex.read_index(repo, self.max_entries))
+            except (OSError, gitindex.IndexError_) as e:
                 notes.append(f"git's index not used for {root}: {e}")
+            except Exception as e:  # noqa: BLE001 - the repository may be hostile: unreadable means copies
+                notes.append(f"git's index not used for {root}: {type(e).__name__}")
         self.git_note = "; ".join(notes)
+
+    def _drop_converting_git(self) -> None:
+        """A `.gitattributes` below the top that converts content (a filter, CRLF, `ident`)
+        makes blobs differ from files: that root's files are copied, not named by blob."""
+        from . import gitindex
+        from .gitobjects import read_regular
+
+        for root in list(self.git):
+            prefix = root + "/"
+            for p in [p for p in self.entries if p.endswith("/.gitattributes") and p.startswith(prefix)]:
+                try:
+                    text = read_regular(p, 1 << 20)
+                except OSError:
+                    continue
+                if gitindex.converts(text):
+                    del self.git[root]
+                    note = f"git's objects not used for {root}: {p} converts content on checkout"
+                    self.git_note = "; ".join(filter(None, [self.git_note, note]))
+                    break
 
     def _tracked_by_git(self, path: str) -> bool:
         hit = self.git.get(self._root_of(path))
@@ -352,8 +374,8 @@ class Tracker:
             reader = self._readers.get(root)
             if reader is None:
                 reader = self._readers[root] = ObjectReader([repo.objects])
-            try:
-                data = reader.blob(e.hash[len(GIT_PREFIX):], limit)
+            try:  # at most the size the file had: a blob of any other size is not its content
+                data = reader.blob(e.hash[len(GIT_PREFIX):], min(limit, e.size))
             except (Missing, OSError) as err:
                 why = str(err)
                 continue
