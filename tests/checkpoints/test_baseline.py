@@ -301,3 +301,31 @@ def test_cli_sessions_begin_no_baseline(ws):
     args = argparse.Namespace(root=str(ws), mode=None, sandbox=None, settings=None)
     with cli_session(args, interactive=False, audit=False) as s:
         assert s.settings.checkpoints.baseline_at_start is False
+
+
+def test_a_command_that_begins_the_baseline_waits_for_all_of_it(tmp_path, monkeypatch):
+    """A session that began no baseline at its start (the command line's one call): the
+    command that begins it has had no head start, so it waits for every pre-image — else each
+    file it changes would be "not kept"."""
+    ws = populated(tmp_path)
+    held = HeldFill(monkeypatch)
+    book = Checkpoints(tmp_path / "store", [ws], "s")
+    recs = []
+    begun = threading.Thread(target=lambda: recs.append(book.begin_command("Bash", "x")))
+    begun.start()
+    for _ in range(600):
+        if book.tracker is not None and book.tracker.watched.is_set():
+            break
+        threading.Event().wait(0.05)
+    assert book.tracker.watched.is_set()
+    begun.join(0.5)
+    assert not recs  # watched, yet still waiting: for the contents
+    held.go.set()
+    begun.join(30)
+    assert recs and book.tracker.filled.is_set()
+    (ws / "f1").write_text("changed\n")
+    cp = book.get(recs[0].finish())
+    assert cp.not_kept == [] and [os.path.relpath(c.path, ws) for c in cp.changes] == ["f1"]
+    book.rewind(cp.id)
+    assert (ws / "f1").read_text() == "f1\n"
+    book.close()

@@ -206,9 +206,13 @@ class Checkpoints:
     def _tracker(self) -> Tracker:
         """The tracker, its directories watched (a command may run); its baseline of contents
         may still be filling in the background. Not called with the lock held."""
+        begun = self.tracker is not None
         tracker = self.start_background()
         tracker.watched.wait()
-        if tracker.mode == "scan":  # no journal to tell what a command changed while filling
+        # Without a journal nothing tells what a command changed while the baseline fills; and a
+        # baseline this command began (a session that began none at its start: the command
+        # line's one call) has had no head start: every file it changes would be "not kept".
+        if tracker.mode == "scan" or not begun:
             tracker.filled.wait()
         return tracker
 
