@@ -16,12 +16,18 @@ makes it a git repository, and times, each the median of R runs:
 - rewind of a command that changed 1,000 files; `reset()` after 50 changed files;
 - the baseline: the first listing of the tree with every file kept (once per workspace), and
   a later session's (contents reused through the manifest);
+- through a Session: a Bash call with checkpoints off and on; a session's first writing
+  command in the workspace with a fresh store (the baseline begun in the background at the
+  session's start: the command waits for its watches only);
+- through the command line (`codebelt call`, a process per call): `true` and a command that
+  changes one file, checkpoints off and on;
 - an unprivileged overlay mount and unmount (the alternative design: see docs/checkpoints.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -221,6 +227,55 @@ def main() -> int:
                     median_ms(lambda: timed(lambda: s.call("Bash", {"command": "true"})), R))
                 row(f"Session Bash appending to 10 files, checkpoints {on}",
                     median_ms(lambda: timed(lambda: s.call("Bash", {"command": ten})), R))
+
+        # -- a session's first writing command: the baseline begun at the session's start ----
+        # A fresh store (the first session ever in this workspace) against checkpoints off: the
+        # command waits for the watches only; what it changes before the background fill
+        # reached it is said "not kept".
+        target = picks[0]
+        for enabled in (False, True):
+            fresh = tmp / f"store-first-{enabled}"
+            t0 = time.perf_counter()
+            with Session(ws, load_user_settings=False, audit=False, mode="bypassPermissions",
+                         settings={"checkpoints": {"enabled": enabled, "directory": str(fresh)},
+                                   "lsp": {"autoDetect": False}}) as s:
+                first = timed(lambda: s.call("Bash", {"command": f"echo x >> {target}"}))
+                on = "on" if enabled else "off"
+                note = ""
+                if enabled:
+                    cps = s.checkpoints()
+                    note = f"(not kept: {len(cps[-1]['notKept']) if cps else 0} of 1 changed file)"
+                    book_s = s._checkpoints()
+                    book_s.tracker.filled.wait(600)
+                    note += f"; the whole baseline filled {time.perf_counter() - t0:.1f} s after the session began"
+                row(f"Session's first writing Bash (fresh store), checkpoints {on}", first * 1000, note)
+
+        # -- the command line: a process per call -----------------------------------------
+        cli = Path(sys.executable).with_name("codebelt")
+        if cli.exists():
+            state = tmp / "cli-state"
+            off = tmp / "cli-off.json"
+            off.write_text('{"checkpoints": {"enabled": false}, "lsp": {"autoDetect": false}}')
+            on_ = tmp / "cli-on.json"
+            on_.write_text('{"lsp": {"autoDetect": false}}')
+            env = {**os.environ, "XDG_STATE_HOME": str(state)}
+
+            def cli_call(settings: Path, command: str) -> Callable[[], float]:
+                def run() -> float:
+                    argv = [str(cli), "call", "--root", str(ws), "--mode", "bypassPermissions", "--settings",
+                            str(settings), "Bash", json.dumps({"command": command})]
+                    def once() -> None:
+                        r = subprocess.run(argv, env=env, capture_output=True, text=True)
+                        if r.returncode:
+                            raise RuntimeError(f"{' '.join(argv)}: exit {r.returncode}: {r.stderr or r.stdout}")
+                    return timed(once)
+                return run
+
+            cli_call(on_, f"echo x >> {target}")()  # the first ever: every file kept (measured above)
+            for name, settings in (("off", off), ("on", on_)):
+                row(f"codebelt call Bash `true`, checkpoints {name}", median_ms(cli_call(settings, "true"), R))
+                row(f"codebelt call Bash appending to 1 file, checkpoints {name}",
+                    median_ms(cli_call(settings, f"echo x >> {target}"), R))
 
         # -- overlay ----------------------------------------------------------------------
         unshare = shutil.which("unshare")

@@ -300,6 +300,13 @@ class Session:
         _open_sessions.add(self)
         self._run_hooks("SessionStart", {"source": "startup"})
         if self.settings.checkpoints.enabled and self.settings.checkpoints.baseline_at_start:
+            # imported and loaded here, not in the thread: see `tracker.preload`
+            from .checkpoints import manager  # noqa: F401
+            from .checkpoints.tracker import preload
+            from .sandbox import protected  # noqa: F401
+            from .tools import _services  # noqa: F401
+
+            preload()
             threading.Thread(target=self._start_checkpoints, name="codebelt-checkpoints-start", daemon=True).start()
         self._warm_start()
 

@@ -28,7 +28,7 @@ from .manifest import Manifest, live_hashes
 from .records import Change, Checkpoint, Records
 from .rewind import Plan, Result, apply, plan
 from .store import ObjectStore, connect
-from .tracker import Budget, Tracker, changed
+from .tracker import PENDING_FILE, Budget, Tracker, changed
 
 GC_EVERY_S = 3600.0
 
@@ -423,8 +423,6 @@ class Checkpoints:
 
 def _notes(changes: list[Change], relative: Callable[[str], str]) -> list[str]:
     """What a checkpoint says about contents it does not hold, in a line each."""
-    from .tracker import PENDING_FILE
-
     notes = []
     early = [c for c in changes if c.before is PENDING_FILE or c.before.lost == PENDING_FILE.lost]
     if early:

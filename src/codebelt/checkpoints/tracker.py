@@ -34,6 +34,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, Iterable
 
+from . import gitindex, gitobjects
 from . import journal as journal_mod
 from .entries import ABSENT, DIR, FILE, LINK, NOTHING, OTHER, Entry, kind_of, lstat, stat_key
 from .exclude import Exclusions
@@ -180,8 +181,6 @@ class Tracker:
     def _load_git(self) -> None:
         if not self._use_git:
             return
-        from . import gitindex
-
         notes = []
         for root in self.roots:
             try:
@@ -201,14 +200,11 @@ class Tracker:
     def _drop_converting_git(self) -> None:
         """A `.gitattributes` below the top that converts content (a filter, CRLF, `ident`)
         makes blobs differ from files: that root's files are copied, not named by blob."""
-        from . import gitindex
-        from .gitobjects import read_regular
-
         for root in list(self.git):
             prefix = root + "/"
             for p in [p for p in self.entries if p.endswith("/.gitattributes") and p.startswith(prefix)]:
                 try:
-                    text = read_regular(p, 1 << 20)
+                    text = gitobjects.read_regular(p, 1 << 20)
                 except OSError:
                     continue
                 if gitindex.converts(text):
@@ -366,8 +362,7 @@ class Tracker:
         read or is not the file's content (a filter or line-ending conversion)."""
         if e.kind != FILE or not e.hash or not e.hash.startswith(GIT_PREFIX):
             return e
-        from .gitobjects import Missing, ObjectReader
-
+        Missing, ObjectReader = gitobjects.Missing, gitobjects.ObjectReader
         limit = self.file_limit if self.file_limit is not None else 1 << 40
         why = "not in the repository"
         for root, (repo, _index) in self.git.items():
@@ -649,6 +644,27 @@ def _over_file_limit(size: int, limit: int) -> str:
 _IOPRIO_SET = {"x86_64": 251, "aarch64": 30, "riscv64": 30, "ppc64le": 273, "s390x": 282, "i686": 289}
 
 
+def preload() -> None:
+    """Load, in the calling thread, the libraries the background baseline calls: a thread that
+    opens a library (dlopen, or ctypes.util running ldconfig) while another thread forks a
+    command can leave the child — which runs Python between fork and exec, the sandbox's set-up
+    — waiting on a lock that no thread of it will ever release."""
+    journal_mod.available()
+    _ioprio_libc()
+
+
+_LIBC: list = []
+
+
+def _ioprio_libc():
+    if not _LIBC:
+        try:
+            _LIBC.append(ctypes.CDLL(None, use_errno=True))
+        except OSError:
+            _LIBC.append(None)
+    return _LIBC[0]
+
+
 def _lower_priority() -> None:
     """This thread only (Linux keeps nice and I/O priority per thread): nice +10 and the lowest
     best-effort I/O priority, so the baseline yields to the agent's own work."""
@@ -658,9 +674,9 @@ def _lower_priority() -> None:
     except (OSError, AttributeError):
         pass
     nr = _IOPRIO_SET.get(platform.machine())
-    if nr is not None:
+    libc = _ioprio_libc() if nr is not None else None
+    if libc is not None:
         try:
-            libc = ctypes.CDLL(None, use_errno=True)
             libc.syscall(nr, 1, threading.get_native_id(), (2 << 13) | 7)  # IOPRIO_WHO_PROCESS, class BE, level 7
         except (OSError, AttributeError):
             pass
