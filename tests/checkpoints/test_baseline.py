@@ -329,3 +329,28 @@ def test_a_command_that_begins_the_baseline_waits_for_all_of_it(tmp_path, monkey
     book.rewind(cp.id)
     assert (ws / "f1").read_text() == "f1\n"
     book.close()
+
+
+def test_a_session_closed_before_its_baseline_filled_keeps_the_manifest(tmp_path, monkeypatch):
+    """What an earlier session kept stays usable: a session that closes before its fill reached
+    a file does not drop that file from the manifest (the next one would copy it all again)."""
+    ws = populated(tmp_path)
+    book = Checkpoints(tmp_path / "store", [ws], "one", use_git=False)
+    book.start_tracking()
+    book.close()
+    real = tracker_mod.Tracker.fill
+
+    def closing_first(tracker, budget, background=False):
+        tracker.stopping = True  # the session closes as the fill begins: it stops at once
+        return real(tracker, budget, background)
+
+    monkeypatch.setattr(tracker_mod.Tracker, "fill", closing_first)
+    early = Checkpoints(tmp_path / "store", [ws], "two", use_git=False)
+    early.start_background()
+    assert early.tracker.filled.wait(30) and early.tracker.pending == 3
+    early.close()
+    monkeypatch.undo()
+    later = Checkpoints(tmp_path / "store", [ws], "three", use_git=False)
+    later.start_tracking()
+    assert later.tracker.counts["manifest"] == 3 and later.tracker.counts["copied"] == 0, later.tracker.counts
+    later.close()

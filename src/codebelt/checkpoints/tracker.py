@@ -590,6 +590,10 @@ class Tracker:
             current = {p: (e.key, e.hash) for p, e in self.entries.items()
                        if e.kind == FILE and e.hash and e.key and not e.hash.startswith(GIT_PREFIX)
                        and p.startswith(prefix)}
+            # a file the fill had not reached (a session closed early) keeps what was saved for
+            # it: only its stat identity matching it again lets the next session use it
+            current.update({p: manifest.saved[p] for p, e in self.entries.items()
+                            if e is PENDING_FILE and p in manifest.saved and p not in current})
             manifest.save(current)  # type: ignore[arg-type]
 
     def close(self) -> None:
