@@ -354,3 +354,11 @@ def test_a_session_closed_before_its_baseline_filled_keeps_the_manifest(tmp_path
     later.start_tracking()
     assert later.tracker.counts["manifest"] == 3 and later.tracker.counts["copied"] == 0, later.tracker.counts
     later.close()
+
+
+def test_git_objects_off_copies_every_file(make_session, ws):
+    repo(ws, {"a.txt": "a\n"})
+    s = make_session(mode="bypassPermissions", settings={"checkpoints": {"gitObjects": False}})
+    book = book_of(s)
+    entry = book.tracker.entries[str(ws / "a.txt")]
+    assert not book.tracker.git and book.store.read(entry.hash) == b"a\n"

@@ -98,6 +98,7 @@ KEYS: dict[str, tuple[Any, Any]] = {
     "checkpoints.modelTool": (True, None),
     "checkpoints.exclude": (None, ["generated"]),
     "checkpoints.baselineAtStart": (None, False),
+    "checkpoints.gitObjects": (None, False),
     "hooks": (HOOK, None),
     "disableAllHooks": (True, None),
     "trustedWorkspaces": (["/"], None),

@@ -353,6 +353,10 @@ class CheckpointsSettings(Section):
         "Directories whose contents Bash checkpoints do not keep (a name, or a path below the root when it has a "
         "`/`), unless git tracks files in them: what a command changes there is said (\"not kept, excluded\", with "
         "a count), not kept. Regenerable trees: packages, virtual environments, build output.", workspace=ADD)
+    git_objects: bool = setting(
+        True, "In a git repository, record a tracked file whose stat matches git's index by its blob id instead of "
+        "copying it (read back from the repository, verified, when a call changes it). Off: copy every file — for a "
+        "repository whose .git someone else may have written.", workspace=OFF)
     baseline_at_start: bool = setting(
         True, "Begin the baseline Bash checkpoints need when the session starts, in the background at a lower "
         "priority (off: on the first writing command). `codebelt call` never does: a read-only call pays nothing.",
