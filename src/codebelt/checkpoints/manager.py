@@ -207,7 +207,7 @@ class Checkpoints:
         """The tracker, its directories watched (a command may run); its baseline of contents
         may still be filling in the background. Not called with the lock held."""
         begun = self.tracker is not None
-        tracker = self.start_background()
+        tracker = self.start_background(ahead=False)
         tracker.watched.wait()
         # Without a journal nothing tells what a command changed while the baseline fills; and a
         # baseline this command began (a session that began none at its start: the command
@@ -216,7 +216,7 @@ class Checkpoints:
             tracker.filled.wait()
         return tracker
 
-    def start_background(self) -> Tracker:
+    def start_background(self, ahead: bool = True) -> Tracker:
         """Begin the baseline in a thread of its own, if not begun: the watches first, then each
         file's pre-image at a lower priority. A command that runs before it is done waits only
         for the watches; files it changes that had no pre-image yet are recorded as not kept."""
@@ -232,16 +232,17 @@ class Checkpoints:
                     self.tracker.watched.set()
                     self.tracker.filled.set()
                 else:
-                    self._baseline = threading.Thread(target=self._build_baseline, args=(self.tracker,),
+                    self._baseline = threading.Thread(target=self._build_baseline, args=(self.tracker, ahead),
                                                       name="codebelt-checkpoint-baseline", daemon=True)
                     self._baseline.start()
             return self.tracker
 
-    def _build_baseline(self, tracker: Tracker) -> None:
+    def _build_baseline(self, tracker: Tracker, ahead: bool) -> None:
         budget = self._store_room()
         try:
             tracker.watch_all()
-            tracker.fill(budget, background=tracker.mode == "journal")
+            # at a lower priority only while nobody waits for it (begun ahead of the commands)
+            tracker.fill(budget, background=ahead and tracker.mode == "journal")
         except Exception as e:  # noqa: BLE001 - a baseline that fails leaves tracking off, said
             tracker.mode, tracker.reason = "off", f"the baseline failed: {e}"
         finally:
@@ -253,7 +254,7 @@ class Checkpoints:
 
     def start_tracking(self) -> str:
         """Build the whole baseline now, contents included. Says how changes are found."""
-        tracker = self.start_background()
+        tracker = self.start_background(ahead=False)  # waited for: at the caller's priority
         tracker.filled.wait()
         return f"{tracker.mode}: {tracker.reason}"
 
