@@ -76,6 +76,7 @@ class Tracker:
                  use_journal: bool = True, exclude: Iterable[str] = (), use_git: bool = True,
                  lock: threading.RLock | None = None):
         self.roots = [os.path.realpath(r) for r in roots]
+        self._prefixes = [(r, r.rstrip("/") + "/") for r in self.roots]
         self.store = store
         self.manifests = manifests
         self.file_limit = file_limit
@@ -126,8 +127,8 @@ class Tracker:
             p = parent
 
     def _root_of(self, path: str) -> str:
-        for root in self.roots:
-            if path == root or path.startswith(root + "/"):
+        for root, prefix in self._prefixes:
+            if path.startswith(prefix) or path == root:
                 return root
         return ""
 
@@ -307,7 +308,7 @@ class Tracker:
         root = self._root_of(path)
         manifest = self.manifests.get(root)
         known = manifest.hash_for(path, key) if manifest is not None else None
-        if known is not None and self.store.has(known):
+        if known is not None:
             self.counts["manifest"] += 1
             return Entry(FILE, mode, known, st.st_size, key=key)
         hit = self.git.get(root)
