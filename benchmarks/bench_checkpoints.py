@@ -84,10 +84,46 @@ def git(*args: str, cwd: Path, git_dir: Path | None = None) -> None:
     subprocess.run(["git", *args], cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def cli_rows(ws: Path, tmp: Path, target: str, R: int, row: Callable[..., None]) -> None:
+    """The command line: a process per call. Without the sandbox (`--sandbox off`): what is
+    measured is the checkpoint's share of a call, not the sandbox's set-up."""
+    cli = Path(sys.executable).with_name("codebelt")
+    if cli.exists():
+        state = tmp / "cli-state"
+        off = tmp / "cli-off.json"
+        # no cgroups either: the measure is the checkpoint's share, not the process cap's set-up
+        common = '"lsp": {"autoDetect": false}, "sandbox": {"limits": {"processes": 0, "memoryMB": 0}}'
+        off.write_text('{"checkpoints": {"enabled": false}, ' + common + '}')
+        on_ = tmp / "cli-on.json"
+        on_.write_text('{' + common + '}')
+        env = {**os.environ, "XDG_STATE_HOME": str(state)}
+
+        def cli_call(settings: Path, command: str) -> Callable[[], float]:
+            def run() -> float:
+                argv = [str(cli), "call", "--root", str(ws), "--mode", "bypassPermissions", "--sandbox", "off", "--settings",
+                        str(settings), "Bash", json.dumps({"command": command})]
+
+                def once() -> None:
+                    r = subprocess.run(argv, env=env, capture_output=True, text=True)
+                    if r.returncode:
+                        raise RuntimeError(f"{' '.join(argv)}: exit {r.returncode}: {r.stderr or r.stdout}")
+                return timed(once)
+            return run
+
+        row("codebelt call, the first writing call in the workspace (every file kept)",
+            cli_call(on_, f"echo x >> {target}")() * 1000)
+        for name, settings in (("off", off), ("on", on_)):
+            row(f"codebelt call Bash `true`, checkpoints {name}", median_ms(cli_call(settings, "true"), R))
+            row(f"codebelt call Bash appending to 1 file, checkpoints {name}",
+                median_ms(cli_call(settings, f"echo x >> {target}"), R))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--only", choices=["all", "cli"], default="all",
+                    help="cli: only the command line's rows (the workspace not a git repository)")
     args = ap.parse_args()
     R = args.repeat
     tmp = Path(tempfile.mkdtemp(prefix="bench-ckpt-"))
@@ -105,6 +141,9 @@ def main() -> int:
         all_files = files(ws)
         print(f"workspace: {len(all_files)} files in {time.perf_counter() - t:.1f} s", flush=True)
         rnd = random.Random(2)
+        if args.only == "cli":
+            cli_rows(ws, tmp, str(all_files[0].relative_to(ws)), R, row)
+            return 0
 
         # -- baseline ---------------------------------------------------------------------
         store = tmp / "store"
@@ -250,32 +289,7 @@ def main() -> int:
                     note += f"; the whole baseline filled {time.perf_counter() - t0:.1f} s after the session began"
                 row(f"Session's first writing Bash (fresh store), checkpoints {on}", first * 1000, note)
 
-        # -- the command line: a process per call -----------------------------------------
-        cli = Path(sys.executable).with_name("codebelt")
-        if cli.exists():
-            state = tmp / "cli-state"
-            off = tmp / "cli-off.json"
-            off.write_text('{"checkpoints": {"enabled": false}, "lsp": {"autoDetect": false}}')
-            on_ = tmp / "cli-on.json"
-            on_.write_text('{"lsp": {"autoDetect": false}}')
-            env = {**os.environ, "XDG_STATE_HOME": str(state)}
-
-            def cli_call(settings: Path, command: str) -> Callable[[], float]:
-                def run() -> float:
-                    argv = [str(cli), "call", "--root", str(ws), "--mode", "bypassPermissions", "--settings",
-                            str(settings), "Bash", json.dumps({"command": command})]
-                    def once() -> None:
-                        r = subprocess.run(argv, env=env, capture_output=True, text=True)
-                        if r.returncode:
-                            raise RuntimeError(f"{' '.join(argv)}: exit {r.returncode}: {r.stderr or r.stdout}")
-                    return timed(once)
-                return run
-
-            cli_call(on_, f"echo x >> {target}")()  # the first ever: every file kept (measured above)
-            for name, settings in (("off", off), ("on", on_)):
-                row(f"codebelt call Bash `true`, checkpoints {name}", median_ms(cli_call(settings, "true"), R))
-                row(f"codebelt call Bash appending to 1 file, checkpoints {name}",
-                    median_ms(cli_call(settings, f"echo x >> {target}"), R))
+        cli_rows(ws, tmp, target, R, row)
 
         # -- overlay ----------------------------------------------------------------------
         unshare = shutil.which("unshare")
