@@ -362,3 +362,15 @@ def test_git_objects_off_copies_every_file(make_session, ws):
     book = book_of(s)
     entry = book.tracker.entries[str(ws / "a.txt")]
     assert not book.tracker.git and book.store.read(entry.hash) == b"a\n"
+
+
+@pytest.mark.parametrize("attrs", ["*.txt filter=rot13", "*.txt text eol=crlf", "*.txt ident"])
+def test_converting_attributes_below_the_top_mean_copies(tmp_path, attrs):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    repo(ws, {"sub/.gitattributes": attrs + "\n", "sub/a.txt": "a\n", "b.txt": "b\n"})
+    book = Checkpoints(tmp_path / "store", [ws], "s")
+    book.start_tracking()
+    assert not book.tracker.git and "sub/.gitattributes converts content" in book.tracker.git_note
+    assert book.store.read(book.tracker.entries[str(ws / "sub/a.txt")].hash) == b"a\n"
+    book.close()
