@@ -50,9 +50,10 @@ def _spawn(wrap, argv: list[str], cwd: Path, one_shot: bool = False) -> float:
     t0 = time.perf_counter()
     env, preexec, cleanup, launch = dict(os.environ), None, None, None
     if wrap is not None:
-        argv, env, preexec, *rest = wrap(argv, cwd, env)
+        wrapped = wrap(argv, cwd, env)
+        argv, env, preexec, *rest = wrapped
         cleanup = rest[0] if rest else None
-        launch = rest[1] if len(rest) > 1 and not one_shot else None
+        launch = None if one_shot else getattr(wrapped, "launch", None)
     proc = launch({1: DEVNULL_FD, 2: DEVNULL_FD}) if launch is not None else None
     if proc is not None:
         if proc.wait(30) != 0:

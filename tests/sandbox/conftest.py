@@ -71,8 +71,9 @@ def run(sb: Sandbox, command: str, cwd: Path, timeout: float = 30,
     stdout+stderr."""
     wrap = sb.wrapper()
     assert wrap is not None
-    argv, env, preexec, *rest = wrap(["/bin/bash", "-c", command], cwd, dict(os.environ))
-    launch = rest[1] if len(rest) > 1 and not one_shot else None
+    wrapped = wrap(["/bin/bash", "-c", command], cwd, dict(os.environ))
+    argv, env, preexec = wrapped[:3]
+    launch = None if one_shot else getattr(wrapped, "launch", None)
     if launch is not None:
         return _launched(launch, argv, timeout)
     return subprocess.run(
@@ -121,9 +122,10 @@ def jailed(sb: Sandbox, command: str, cwd: Path, masked: list[Path] | None = Non
     wrapper offers one (unless the fixture asked for the one-shot jail), else spawned."""
     wrap = sb.jail_wrapper(masked or [])
     assert wrap is not None
-    argv, env, preexec, *rest = wrap(["/bin/bash", "-c", command], cwd, dict(os.environ))
+    wrapped = wrap(["/bin/bash", "-c", command], cwd, dict(os.environ))
+    argv, env, preexec, *rest = wrapped
     cleanup = rest[0] if rest else None
-    launch = rest[1] if len(rest) > 1 and not getattr(sb, "one_shot", False) else None
+    launch = None if getattr(sb, "one_shot", False) else getattr(wrapped, "launch", None)
     try:
         if launch is not None:
             return _launched(launch, argv, timeout)

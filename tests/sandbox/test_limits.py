@@ -54,7 +54,7 @@ def test_fork_bomb_is_capped_and_killed(backend, make_sandbox, ws):
     wrap = sb.wrapper()
     # `sleep` keeps the first shell alive: under bwrap's pid namespace everything dies with it,
     # which could end the bomb before it reaches the cap (and the test would prove nothing).
-    argv, env, preexec = wrap(["/bin/bash", "-c", ":(){ :|:& };:; sleep 60"], ws, dict(os.environ))[:3]
+    argv, env, preexec = wrap(["/bin/bash", "-c", ":(){ :|:& };:; sleep 60"], ws, dict(os.environ))
     proc = subprocess.Popen(argv, cwd=ws, env=env, preexec_fn=preexec, start_new_session=True,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)

@@ -39,7 +39,7 @@ def resident(ws: Path, tmpd: Path):
 def start(sb: Sandbox, command: str, cwd: Path, out):
     """Start a command in the resident jail without waiting for it."""
     wrap = sb.jail_wrapper([])
-    _argv, _env, _preexec, _cleanup, launch = wrap(["/bin/bash", "-c", command], cwd, dict(os.environ))
+    launch = wrap(["/bin/bash", "-c", command], cwd, dict(os.environ)).launch
     proc = launch({1: out.fileno(), 2: out.fileno()})
     assert proc is not None
     return proc

@@ -120,7 +120,7 @@ def test_session_probes_once_and_uses_its_temp_dir(make_session, backend):
     st = s.sandbox().status
     assert st is s.sandbox().status  # cached in the session's service
     assert (st.active, st.backend, st.mode, st.network) == (True, backend, backend, True)
-    argv, env, preexec = s.sandbox().wrapper()(["/bin/true"], s.workspace.root, {})[:3]
+    argv, env, preexec = s.sandbox().wrapper()(["/bin/true"], s.workspace.root, {})
     assert env["TMPDIR"] == str(Path(os.path.realpath(s.temp_dir)))
     assert callable(preexec)
     assert (argv[0].endswith("bwrap")) == (backend == "bwrap")

@@ -61,6 +61,19 @@ MAX_RESIDENT_STARTS = 8  # resident jails started per session (again after a roo
 PR_SET_CHILD_SUBREAPER = 36
 
 
+class Wrapped(tuple):
+    """(argv, env, preexec[, cleanup]) as every wrapper returns it, and `launch`: None, or a
+    function `launch({fd in the command: fd here})` starting the command in the session's
+    resident jail, returning a Popen-like process (or None when the resident cannot take it)."""
+
+    launch = None
+
+    def __new__(cls, items, launch=None):
+        self = super().__new__(cls, items)
+        self.launch = launch
+        return self
+
+
 @cache
 def _stage_source() -> str:
     return (Path(__file__).parent / "stage.py").read_text()
@@ -442,8 +455,8 @@ class Sandbox:
     def _wrap_jail(self, backend: str, argv: list[str], cwd: Path, env: dict, masked: list[Path],
                    profile: HelperProfile | None = None, resident: bool = False) -> tuple:
         """A jailed command (`profile` None) or helper: (argv, env, preexec[, cleanup]). With
-        `resident`, a fifth element may be a `launch(fds)` that starts the command in the
-        session's resident jail instead (resident.py) — the first four still describe a
+        `resident`, the tuple's `launch` may be a function `launch(fds)` that starts the command
+        in the session's resident jail instead (resident.py) — the tuple itself still describes a
         one-shot jail for callers that spawn it themselves."""
         c = self.config
         cap, memory = self.cap, self.memory
@@ -478,7 +491,7 @@ class Sandbox:
             if resident and profile is None and self._stage_abi:
                 launch = self._resident_launch(readable, scratch, pairs, install, argv, cwd, env, masked)
             argv = [self.bwrap_path or "bwrap", *args, "--", *inner]
-            return (argv, env, preexec) if launch is None else (argv, env, preexec, None, launch)
+            return Wrapped((argv, env, preexec), launch)
         ruleset = self._landlock_ruleset(readable, masked, system)
         subreaper = profile is not None and profile.long_lived
         if not system:
