@@ -16,12 +16,18 @@ makes it a git repository, and times, each the median of R runs:
 - rewind of a command that changed 1,000 files; `reset()` after 50 changed files;
 - the baseline: the first listing of the tree with every file kept (once per workspace), and
   a later session's (contents reused through the manifest);
+- through a Session: a Bash call with checkpoints off and on; a session's first writing
+  command in the workspace with a fresh store (the baseline begun in the background at the
+  session's start: the command waits for its watches only);
+- through the command line (`codebelt call`, a process per call): `true` and a command that
+  changes one file, checkpoints off and on;
 - an unprivileged overlay mount and unmount (the alternative design: see docs/checkpoints.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -78,10 +84,46 @@ def git(*args: str, cwd: Path, git_dir: Path | None = None) -> None:
     subprocess.run(["git", *args], cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def cli_rows(ws: Path, tmp: Path, target: str, R: int, row: Callable[..., None]) -> None:
+    """The command line: a process per call. Without the sandbox (`--sandbox off`): what is
+    measured is the checkpoint's share of a call, not the sandbox's set-up."""
+    cli = Path(sys.executable).with_name("codebelt")
+    if cli.exists():
+        state = tmp / "cli-state"
+        off = tmp / "cli-off.json"
+        # no cgroups either: the measure is the checkpoint's share, not the process cap's set-up
+        common = '"lsp": {"autoDetect": false}, "sandbox": {"limits": {"processes": 0, "memoryMB": 0}}'
+        off.write_text('{"checkpoints": {"enabled": false}, ' + common + '}')
+        on_ = tmp / "cli-on.json"
+        on_.write_text('{' + common + '}')
+        env = {**os.environ, "XDG_STATE_HOME": str(state)}
+
+        def cli_call(settings: Path, command: str) -> Callable[[], float]:
+            def run() -> float:
+                argv = [str(cli), "call", "--root", str(ws), "--mode", "bypassPermissions", "--sandbox", "off", "--settings",
+                        str(settings), "Bash", json.dumps({"command": command})]
+
+                def once() -> None:
+                    r = subprocess.run(argv, env=env, capture_output=True, text=True)
+                    if r.returncode:
+                        raise RuntimeError(f"{' '.join(argv)}: exit {r.returncode}: {r.stderr or r.stdout}")
+                return timed(once)
+            return run
+
+        row("codebelt call, the first writing call in the workspace (every file kept)",
+            cli_call(on_, f"echo x >> {target}")() * 1000)
+        for name, settings in (("off", off), ("on", on_)):
+            row(f"codebelt call Bash `true`, checkpoints {name}", median_ms(cli_call(settings, "true"), R))
+            row(f"codebelt call Bash appending to 1 file, checkpoints {name}",
+                median_ms(cli_call(settings, f"echo x >> {target}"), R))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--only", choices=["all", "cli"], default="all",
+                    help="cli: only the command line's rows (the workspace not a git repository)")
     args = ap.parse_args()
     R = args.repeat
     tmp = Path(tempfile.mkdtemp(prefix="bench-ckpt-"))
@@ -99,6 +141,9 @@ def main() -> int:
         all_files = files(ws)
         print(f"workspace: {len(all_files)} files in {time.perf_counter() - t:.1f} s", flush=True)
         rnd = random.Random(2)
+        if args.only == "cli":
+            cli_rows(ws, tmp, str(all_files[0].relative_to(ws)), R, row)
+            return 0
 
         # -- baseline ---------------------------------------------------------------------
         store = tmp / "store"
@@ -221,6 +266,30 @@ def main() -> int:
                     median_ms(lambda: timed(lambda: s.call("Bash", {"command": "true"})), R))
                 row(f"Session Bash appending to 10 files, checkpoints {on}",
                     median_ms(lambda: timed(lambda: s.call("Bash", {"command": ten})), R))
+
+        # -- a session's first writing command: the baseline begun at the session's start ----
+        # A fresh store (the first session ever in this workspace) against checkpoints off: the
+        # command waits for the watches only; what it changes before the background fill
+        # reached it is said "not kept".
+        target = picks[0]
+        for enabled in (False, True):
+            fresh = tmp / f"store-first-{enabled}"
+            t0 = time.perf_counter()
+            with Session(ws, load_user_settings=False, audit=False, mode="bypassPermissions",
+                         settings={"checkpoints": {"enabled": enabled, "directory": str(fresh)},
+                                   "lsp": {"autoDetect": False}}) as s:
+                first = timed(lambda: s.call("Bash", {"command": f"echo x >> {target}"}))
+                on = "on" if enabled else "off"
+                note = ""
+                if enabled:
+                    cps = s.checkpoints()
+                    note = f"(not kept: {len(cps[-1]['notKept']) if cps else 0} of 1 changed file)"
+                    book_s = s._checkpoints()
+                    book_s.tracker.filled.wait(600)
+                    note += f"; the whole baseline filled {time.perf_counter() - t0:.1f} s after the session began"
+                row(f"Session's first writing Bash (fresh store), checkpoints {on}", first * 1000, note)
+
+        cli_rows(ws, tmp, target, R, row)
 
         # -- overlay ----------------------------------------------------------------------
         unshare = shutil.which("unshare")

@@ -7,9 +7,15 @@ Each round spawns the command once per variant (interleaved, so machine noise hi
 the way the Bash runner does: argv list, own session, stdin /dev/null, preexec_fn from the
 wrapper. The wrapper call itself (building bwrap's argv, the process-cap bookkeeping) is inside
 the timed region. Reported: median and p90 wall time, and the median added over unsandboxed.
-Aims: < 10 ms added with Landlock, < 30 ms with bwrap.
+Aims: < 10 ms added with Landlock, < 30 ms with bwrap; <= 2 ms for the jail started in the
+resident.
 
     .venv/bin/python benchmarks/bench_sandbox.py [--rounds 200] [--command true|bash|ls]
+    .venv/bin/python benchmarks/bench_sandbox.py --tool [--rounds 200]
+
+`jail-bwrap` is the jail as the Bash runner starts it now (in the session's resident jail,
+resident.py); `jail-bwrap-one-shot` builds the same jail for each command (the fallback, and what
+other callers spawn).
 """
 
 from __future__ import annotations
@@ -29,28 +35,103 @@ from codebelt.sandbox.helpers import HelperProfile
 # ripgrep's profile (tools/_services.py), for any program: what a jailed helper pays per start
 RG_LIKE = HelperProfile("bench", system=False, prefer_landlock=True, cgroups=False, no_processes=True)
 
-AIMS_MS = {"landlock": 10.0, "bwrap": 30.0, "jail-landlock": 10.0, "jail-bwrap": 30.0}
+AIMS_MS = {"landlock": 10.0, "bwrap": 30.0, "jail-landlock": 10.0, "jail-bwrap": 2.0}
 
 
-def spawn(wrap, argv: list[str], cwd: Path) -> float:
+def spawn(wrap, one_shot_or_argv, *rest) -> float:
+    if isinstance(one_shot_or_argv, bool):
+        return _spawn(wrap, *rest, one_shot=one_shot_or_argv)
+    return _spawn(wrap, one_shot_or_argv, *rest)
+
+
+def _spawn(wrap, argv: list[str], cwd: Path, one_shot: bool = False) -> float:
+    """One start, the way the Bash runner does it: the resident jail's launch when the wrapper
+    offers one (unless `one_shot`), else a spawn of the wrapped argv."""
     t0 = time.perf_counter()
-    env, preexec, cleanup = dict(os.environ), None, []
+    env, preexec, cleanup, launch = dict(os.environ), None, None, None
     if wrap is not None:
-        argv, env, preexec, *cleanup = wrap(argv, cwd, env)
-    subprocess.run(argv, cwd=cwd, env=env, preexec_fn=preexec, stdin=subprocess.DEVNULL,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                   check=True, timeout=30)
-    for done in cleanup:
-        done()
+        wrapped = wrap(argv, cwd, env)
+        argv, env, preexec, *rest = wrapped
+        cleanup = rest[0] if rest else None
+        launch = None if one_shot else getattr(wrapped, "launch", None)
+    proc = launch({1: DEVNULL_FD, 2: DEVNULL_FD}) if launch is not None else None
+    if proc is not None:
+        if proc.wait(30) != 0:
+            raise RuntimeError(f"{argv} failed in the resident jail")
+    else:
+        subprocess.run(argv, cwd=cwd, env=env, preexec_fn=preexec, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                       check=True, timeout=30)
+    if cleanup is not None:
+        cleanup()
     return (time.perf_counter() - t0) * 1000
+
+
+DEVNULL_FD = os.open(os.devnull, os.O_WRONLY)
+
+
+def tool_rows(rounds: int) -> int:
+    """What an agent waits for: the Bash tool end to end (permission check, spawn, result) — an
+    auto-allowed read-only `true` in the jail, with the jail off (the write sandbox), with no
+    sandbox at all, an auto-allowed `touch` in the write sandbox — against a raw `bash -c true`,
+    interleaved."""
+    from codebelt import Session
+
+    def session(ws: Path, **sandbox) -> Session:
+        return Session(ws, audit=False, load_user_settings=False,
+                       settings={"sandbox": {"autoAllowBash": True, **sandbox},
+                                 "bash": {"autoBackground": False}})
+
+    with tempfile.TemporaryDirectory(prefix="bench-sandbox-tool-") as d:
+        ws = Path(d)
+        jailed, unjailed = session(ws, mode="bwrap"), session(ws, mode="bwrap", jail=False)
+        bare = session(ws, mode="off", jail=False)
+        rows = {
+            "bash -c true (raw)": lambda: subprocess.run(["/bin/bash", "-c", "true"], check=True),
+            "Bash true, no sandbox": lambda: _ok(bare.call("Bash", {"command": "true"})),
+            "Bash true, jailed": lambda: _ok(jailed.call("Bash", {"command": "true"})),
+            "Bash true, jail off (sandbox)": lambda: _ok(unjailed.call("Bash", {"command": "true"})),
+            "Bash touch x, write sandbox": lambda: _ok(jailed.call("Bash", {"command": "touch x"})),
+        }
+        times: dict[str, list[float]] = {k: [] for k in rows}
+        try:
+            for fn in rows.values():
+                for _ in range(5):
+                    fn()
+            for _ in range(rounds):
+                for name, fn in rows.items():
+                    t0 = time.perf_counter()
+                    fn()
+                    times[name].append((time.perf_counter() - t0) * 1000)
+        finally:
+            for sess in (jailed, unjailed, bare):
+                sess.close()
+    base = statistics.median(times["bash -c true (raw)"])
+    print(f"\nThe Bash tool end to end, {rounds} rounds, interleaved; {os.cpu_count()} CPUs\n")
+    print(f"{'row':<30} {'min ms':>7} {'median ms':>10} {'p90 ms':>8} {'ratio':>6}")
+    for name, ts in times.items():
+        med = statistics.median(ts)
+        print(f"{name:<30} {min(ts):>7.2f} {med:>10.2f} {statistics.quantiles(ts, n=10)[-1]:>8.2f} "
+              f"{med / base:>5.1f}x")
+    return 0
+
+
+def _ok(result) -> None:
+    data = result.data or {}
+    if data.get("exitCode") != 0:
+        raise RuntimeError(f"the command failed: {result.text[:300]} {data}")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tool", action="store_true",
+                    help="the Bash tool end to end (jailed true, jail off, sandboxed touch) instead")
     ap.add_argument("--rounds", type=int, default=200)
     ap.add_argument("--command", choices=["true", "bash", "ls"], default="true",
                     help="true: /bin/true; bash: bash -c true (what the Bash tool spawns); ls: bash -c ls")
     args = ap.parse_args()
+    if args.tool:
+        return tool_rows(args.rounds)
     argv = {"true": ["/bin/true"], "bash": ["/bin/bash", "-c", "true"], "ls": ["/bin/bash", "-c", "ls -la"]}[args.command]
 
     with tempfile.TemporaryDirectory(prefix="bench-sandbox-") as d:
@@ -73,6 +154,9 @@ def main() -> int:
                 skipped.append(f"{backend}: unavailable ({sb.status.reason})")
             if sb.jail.backend == backend:
                 variants[f"jail-{backend}"] = sb.jail_wrapper()
+                if backend == "bwrap" and sb._stage_abi:
+                    # the same jail built for each command (what runs when no resident can)
+                    variants["jail-bwrap-one-shot"] = (sb.jail_wrapper(), True)
                 print(f"jail-{backend}: {sb.jail.reason}")
                 variants[f"helper-{backend}"] = sb.helper(RG_LIKE)
                 if backend == "bwrap" and sb._stage_abi:
@@ -85,12 +169,15 @@ def main() -> int:
                 skipped.append(f"jail-{backend}: unavailable ({sb.jail.reason})")
         times: dict[str, list[float]] = {k: [] for k in variants}
         try:
-            for name, wrap in variants.items():  # warm-up
+            def one(wrap) -> float:
+                return spawn(*wrap, argv, ws) if isinstance(wrap, tuple) else spawn(wrap, argv, ws)
+
+            for name, wrap in variants.items():  # warm-up (and the resident jail's start)
                 for _ in range(5):
-                    spawn(wrap, argv, ws)
+                    one(wrap)
             for _ in range(args.rounds):
                 for name, wrap in variants.items():
-                    times[name].append(spawn(wrap, argv, ws))
+                    times[name].append(one(wrap))
         finally:
             for sb in sandboxes:
                 sb.close()

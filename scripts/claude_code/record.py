@@ -3,6 +3,7 @@
     python scripts/claude_code/record.py                 # every case, the pinned version
     python scripts/claude_code/record.py --only 'read/*' # some cases (others keep their goldens)
     python scripts/claude_code/record.py --version 2.1.400   # re-pin and re-record everything
+    python scripts/claude_code/record.py --profile claude-code-2.0   # an older release's profile
 
 The pinned version (tests/fixtures/claude_code/VERSION) is installed from the npm registry into
 a cache directory (`npm install --prefix`; the native binary is an optional dependency). Each
@@ -12,6 +13,10 @@ mock_api.py on 127.0.0.1: the calls of the case are sent one per turn, and the t
 Claude Code builds for each is recorded — normalised as tests/compat/harness.py describes — in
 tests/fixtures/claude_code/goldens/<group>.json, with what the calls changed in the workspace.
 The tool definitions Claude Code sends (descriptions, input schemas) go to tools.json.
+
+An older release is the one its profile names (`release` in src/codebelt/texts/<profile>.toml);
+its goldens and tools.json go to tests/fixtures/claude_code/<version>/, and it also records the
+cases of that folder's `cases/` (the tools only that release had).
 
 How Claude Code runs here, so that results are deterministic:
 - `--dangerously-skip-permissions` (bypassPermissions, which needs IS_SANDBOX=1 as root): no
@@ -49,8 +54,9 @@ from mock_api import PROMPT, MockMessagesAPI, Recording  # noqa: E402
 from tests.compat import harness  # noqa: E402
 
 PACKAGE = "@anthropic-ai/claude-code"
-# The tools codebelt implements: their definitions are kept in tools.json.
-TOOLS_KEPT = ("Bash", "Edit", "Glob", "Grep", "NotebookEdit", "Read", "TaskStop", "Write")
+# The tools codebelt implements (of any release): their definitions are kept in tools.json.
+TOOLS_KEPT = ("Bash", "BashOutput", "Edit", "Glob", "Grep", "KillShell", "MultiEdit", "NotebookEdit", "Read",
+              "TaskOutput", "TaskStop", "Write")
 RUN_TIMEOUT_S = int(os.environ.get("CC_RECORD_TIMEOUT", "180"))
 
 
@@ -168,19 +174,24 @@ def record_case(binary: Path, case: harness.Case, keep: bool, options: tuple[str
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--version", help="Claude Code version to install and record (re-pins VERSION)")
+    parser.add_argument("--profile", default=harness.DEFAULT_PROFILE,
+                        help="the profile whose release to record (default: the current release's)")
+    parser.add_argument("--version", help="Claude Code version to install and record (re-pins VERSION; default profile only)")
     parser.add_argument("--cache", type=Path, default=default_cache(), help="where Claude Code versions are installed")
     parser.add_argument("--only", action="append", help="record only cases whose group/id matches (fnmatch)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--keep", action="store_true", help="keep each case's directory (stream-json, stderr)")
     args = parser.parse_args(argv)
 
-    version = args.version or harness.VERSION_FILE.read_text().strip()
+    release = harness.release(args.profile)
+    if args.version and not release.default and args.version != release.version:
+        parser.error(f"{release.profile} follows Claude Code {release.version}; another release is another profile")
+    version = args.version or release.version
     binary = install(version, args.cache)
-    cases = harness.load_cases()
+    cases = harness.load_cases(release=release)
     if args.only:
         cases = [c for c in cases if any(fnmatch.fnmatch(c.id, p) for p in args.only)]
-    print(f"Claude Code {version}: recording {len(cases)} cases with {args.jobs} jobs", file=sys.stderr)
+    print(f"Claude Code {version} ({release.profile}): recording {len(cases)} cases with {args.jobs} jobs", file=sys.stderr)
 
     results: dict[str, dict[str, Any]] = {}
     tools: list[dict[str, Any]] = []
@@ -194,11 +205,11 @@ def main(argv: list[str] | None = None) -> int:
             missing = sum(1 for c in out["calls"] if "missing" in c)
             print(f"  {case.id}: {out['seconds']}s{' — MISSING ' + str(missing) if missing else ''}", file=sys.stderr)
 
-    harness.GOLDENS_DIR.mkdir(parents=True, exist_ok=True)
+    release.goldens_dir.mkdir(parents=True, exist_ok=True)
     for group in sorted({c.group for c in cases}):
-        path = harness.golden_path(group)
+        path = harness.golden_path(group, release)
         kept = json.loads(path.read_text())["cases"] if path.exists() and args.only else {}
-        known = {c.name for c in harness.load_cases([group])}
+        known = {c.name for c in harness.load_cases([group], release)}
         merged = {k: v for k, v in kept.items() if k in known}
         for c in cases:
             if c.group == group:
@@ -211,8 +222,9 @@ def main(argv: list[str] | None = None) -> int:
         kept_tools = {t["name"]: {"description": t.get("description"), "input_schema": t.get("input_schema")}
                       for t in tools if t.get("name") in TOOLS_KEPT}
         doc = {"claude_code": version, "all_tools": sorted(t.get("name") for t in tools), "tools": kept_tools}
-        harness.TOOLS_FILE.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    harness.VERSION_FILE.write_text(version + "\n")
+        release.tools_file.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    if release.default:
+        harness.VERSION_FILE.write_text(version + "\n")
     return 0
 
 

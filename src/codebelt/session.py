@@ -266,9 +266,12 @@ class Session:
             from .tools import ToolTable, builtin_families, registry
 
             # Built-in tools are imported when first called or described, not here; another
-            # profile's tool set (codex) is its own list of classes.
+            # profile's tool set (codex) is its own list of classes, and a profile of an older
+            # Claude Code release leaves out the tools that release did not have.
             profile = self.settings.compat.profile
-            self._tools = ToolTable(tools if tools is not None or profile == "claude-code" else registry(profile))
+            without = self.texts.value("profile.without", ())
+            classes = tools if tools is not None or profile.startswith("claude-code") else registry(profile)
+            self._tools = ToolTable(classes, without=without)
             if self.settings.checkpoints.enabled and self.settings.checkpoints.model_tool:
                 from .tools.checkpoints import CheckpointsTool
 
@@ -303,6 +306,15 @@ class Session:
         self._task_end_callbacks: list[Callable[[dict[str, Any]], None]] = []
         _open_sessions.add(self)
         self._run_hooks("SessionStart", {"source": "startup"})
+        if self.settings.checkpoints.enabled and self.settings.checkpoints.baseline_at_start:
+            # imported and loaded here, not in the thread: see `tracker.preload`
+            from .checkpoints import manager  # noqa: F401
+            from .checkpoints.tracker import preload
+            from .sandbox import protected  # noqa: F401
+            from .tools import _services  # noqa: F401
+
+            preload()
+            threading.Thread(target=self._start_checkpoints, name="codebelt-checkpoints-start", daemon=True).start()
         self._warm_start()
 
     def _warm_start(self) -> None:
@@ -781,6 +793,16 @@ class Session:
         from .tools._services import checkpoints
 
         return self.service(checkpoints)
+
+    def _start_checkpoints(self) -> None:
+        """The checkpoint baseline, begun in the background (a writing command waits only for
+        its watches, never for its contents)."""
+        try:
+            book = self._checkpoints()
+            if book is not None:
+                book.start_background()
+        except Exception:  # noqa: BLE001 - closed meanwhile, or no store: the first command tries again
+            pass
 
     def _checkpoint_begin(self, tool: Tool, params: Any, ctx: ToolContext, decision: Decision):
         from . import checkpointing

@@ -293,10 +293,17 @@ class Tool:
 
     # -- schema helpers -------------------------------------------------------------------
     @classmethod
-    def input_schema(cls) -> dict[str, Any]:
+    def input_schema(cls, texts: Texts | None = None) -> dict[str, Any]:
+        """The input's JSON Schema; `texts`: the profile whose parameter descriptions win."""
         from ._schema import clean_schema
 
-        return clean_schema(cls.Input.model_json_schema(by_alias=True))
+        schema = clean_schema(cls.Input.model_json_schema(by_alias=True))
+        worded = texts.parameters(cls.name) if texts else {}
+        for name, description in worded.items():
+            prop = schema.get("properties", {}).get(name)
+            if isinstance(prop, dict):
+                prop["description"] = description
+        return schema
 
     @classmethod
     def output_schema(cls) -> dict[str, Any] | None:
@@ -310,7 +317,7 @@ class Tool:
         return {
             "name": cls.name,
             "description": (texts.description(cls.name) if texts else None) or cls.description,
-            "input_schema": cls.input_schema(),
+            "input_schema": cls.input_schema(texts),
             "output_schema": cls.output_schema(),
             "read_only": cls.read_only,
             "concurrency_safe": cls.concurrency_safe,

@@ -7,6 +7,7 @@ with the tree before the command.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -92,14 +93,24 @@ def test_command_rewound(make_session, ws, name, command, sandbox):
 
 def test_file_tools_rewound_with_created_directories(make_session, ws):
     populate(ws)
+    nb = {"cells": [{"cell_type": "code", "id": "c1", "metadata": {}, "source": ["x = 1\n"], "outputs": [],
+                     "execution_count": None}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (ws / "nb.ipynb").write_text(json.dumps(nb, indent=1))
     before = tree(ws)
     s = make_session(mode="bypassPermissions")
+    assert not s.call("Read", {"file_path": str(ws / "nb.ipynb")}).is_error
+    r = s.call("NotebookEdit", {"notebook_path": str(ws / "nb.ipynb"), "cell_id": "c1", "new_source": "x = 2"})
+    assert not r.is_error, r.text
+    [nb_cp] = s.checkpoints()
+    assert nb_cp["tool"] == "NotebookEdit" and nb_cp["paths"] == ["nb.ipynb"]
+    s.undo()
+    assert tree(ws) == before  # the notebook byte for byte
     assert not s.call("Read", {"file_path": str(ws / "src/app.py")}).is_error
     assert not s.call("Edit", {"file_path": str(ws / "src/app.py"), "old_string": "hello", "new_string": "hi"}).is_error
     assert not s.call("Write", {"file_path": str(ws / "new/deeper/n.txt"), "content": "n"}).is_error
     patch = "*** Begin Patch\n*** Delete File: docs/b.md\n*** Add File: added.txt\n+added\n*** End Patch\n"
     assert not s.call("ApplyPatch", {"input": patch}).is_error, "patch"
-    assert [c["tool"] for c in s.checkpoints()] == ["Edit", "Write", "ApplyPatch"]
+    assert [c["tool"] for c in s.checkpoints()] == ["NotebookEdit", "rewind", "Edit", "Write", "ApplyPatch"]
     report = s.reset()
     assert not report.conflicts, report.text()
     assert tree(ws) == before

@@ -48,6 +48,9 @@ FILES_DIR = FIXTURES / "files"
 WORKSPACES_FILE = FIXTURES / "workspaces.json"
 TOOLS_FILE = FIXTURES / "tools.json"
 VERSION_FILE = FIXTURES / "VERSION"
+PROFILES_DIR = Path(__file__).resolve().parents[2] / "src" / "codebelt" / "texts"
+DEFAULT_PROFILE = "claude-code"
+PROGRAM = "Claude Code"
 
 # Fixed modification times: file i of a workspace is BASE_MTIME + 60·i seconds old-to-new, so
 # "newest first" orders are the same on every machine and in every run.
@@ -70,10 +73,78 @@ class Case:
         return f"{self.group}/{self.name}"
 
 
-def load_cases(groups: list[str] | None = None) -> list[Case]:
+# -- releases --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Release:
+    """A recorded Claude Code release and the compat profile that follows it. The current one
+    (the default profile, pinned by VERSION) lives at the top of the fixtures; an older one in
+    a folder named by its version, with its goldens, tools.json, report.md and the cases of the
+    tools only it had (`cases/`); each profile has its own differences table."""
+
+    profile: str
+    version: str
+    folder: Path
+
+    @property
+    def default(self) -> bool:
+        return self.profile == DEFAULT_PROFILE
+
+    @property
+    def goldens_dir(self) -> Path:
+        return self.folder / "goldens"
+
+    @property
+    def tools_file(self) -> Path:
+        return self.folder / "tools.json"
+
+    @property
+    def report_file(self) -> Path:
+        return self.folder / "report.md"
+
+    @property
+    def differences_file(self) -> Path:
+        name = "differences.json" if self.default else f"differences.{self.profile}.json"
+        return Path(__file__).with_name(name)
+
+
+def _profile_table(name: str) -> dict[str, Any]:
+    import tomllib
+
+    table = tomllib.loads((PROFILES_DIR / f"{name}.toml").read_text(encoding="utf-8")).get("profile", {})
+    parent = table.get("extends")
+    return {**(_profile_table(parent) if parent else {}), **table}
+
+
+def releases() -> list[Release]:
+    """Every Claude Code release a profile follows, the default profile's first."""
+    out = []
+    for path in sorted(PROFILES_DIR.glob("*.toml")):
+        table = _profile_table(path.stem)
+        if table.get("program") != PROGRAM:
+            continue
+        if path.stem == DEFAULT_PROFILE:
+            out.insert(0, Release(path.stem, VERSION_FILE.read_text().strip(), FIXTURES))
+        else:
+            out.append(Release(path.stem, table["release"], FIXTURES / table["release"]))
+    return out
+
+
+def release(profile: str | None = None) -> Release:
+    name = profile or DEFAULT_PROFILE
+    for r in releases():
+        if r.profile == name:
+            return r
+    raise ValueError(f"no Claude Code profile {name!r}; expected one of {', '.join(r.profile for r in releases())}")
+
+
+def load_cases(groups: list[str] | None = None, release: Release | None = None) -> list[Case]:
+    """The shared case table, and the cases of the release's own tools."""
     cases: list[Case] = []
     seen: set[str] = set()
-    for path in sorted(CASES_DIR.glob("*.jsonl")):
+    paths = sorted(CASES_DIR.glob("*.jsonl"))
+    if release is not None and not release.default:
+        paths += sorted((release.folder / "cases").glob("*.jsonl"))
+    for path in paths:
         group = path.stem
         if groups and group not in groups:
             continue
@@ -187,6 +258,7 @@ _TASK_ID = re.compile(r"background(?: with)? \(?ID: ([A-Za-z0-9_-]+)")
 _CELL_ID = re.compile(r"^Inserted cell ([A-Za-z0-9_-]+) with ")
 _GREP_TOTAL = re.compile(r"(\(More results: )(?:more than )?\d+")
 _WRITTEN_TO = re.compile(r"written to:? (/\S+)")
+_TIMESTAMP = re.compile(r"<timestamp>[0-9T:.Z-]+</timestamp>")  # BashOutput's, in older releases
 _PATH_TOKEN = re.compile(r"/[^\s'\"<>`]+")
 
 
@@ -254,6 +326,7 @@ def normalise_text(text: str, ws: str, seen: Placeholders) -> str:
     # codebelt's Grep content paging note: the total is exact when ripgrep ran to the end and a
     # lower bound when it was stopped once the page was full — which happens first is timing
     text = _GREP_TOTAL.sub(r"\1$TOTAL", text)
+    text = _TIMESTAMP.sub("<timestamp>$TIME</timestamp>", text)
     for private in seen.private:  # after the workspace, which may lie inside one
         text = re.sub(re.escape(private) + r"(?:/[^\s'\"<>`,]*)?", "$PRIVATE_FILE", text)
     return text
@@ -349,6 +422,28 @@ def _split_notifications(block: dict[str, Any]) -> tuple[dict[str, Any], list[di
     return {**block, "content": [first, *content[1:]]}, [{"type": "text", "text": m.group(1)}]
 
 
+# Claude Code 1.0 told the model about background shells in reminders it attached to the next
+# results ("Background Bash ID (command: …) (status: …) …"); codebelt (older profile) tells it
+# once, when the shell ended. Like the <task-notification> above they are the conversation's,
+# not the tool's, and when they come is a matter of timing: they are compared apart.
+_SHELL_REMINDER = re.compile(r"(?:\A|\n\n)<system-reminder>\nBackground Bash [^\n]*\n</system-reminder>\Z")
+
+
+def without_shell_reminders(result: Any) -> Any:
+    """A tool_result without the background-shell reminders at the end of its first text."""
+    if not isinstance(result, dict) or not isinstance(result.get("content"), list) or not result["content"]:
+        return result
+    first = result["content"][0]
+    if first.get("type") != "text" or not isinstance(first.get("text"), str):  # (a long text is kept as a digest)
+        return result
+    text = first["text"]
+    while (m := _SHELL_REMINDER.search(text)) is not None:
+        text = text[:m.start()]
+    if text == first.get("text"):
+        return result
+    return {**result, "content": [{**first, "text": text}, *result["content"][1:]]}
+
+
 def result_of(reply: list[Any], ws: str, tasks: Placeholders) -> dict[str, Any]:
     """From the user message answering one tool_use: its normalised tool_result, and the other
     blocks the harness put next to it (reminders, notifications)."""
@@ -376,12 +471,12 @@ def result_of(reply: list[Any], ws: str, tasks: Placeholders) -> dict[str, Any]:
     return out
 
 
-def golden_path(group: str) -> Path:
-    return GOLDENS_DIR / f"{group}.json"
+def golden_path(group: str, release: Release | None = None) -> Path:
+    return (release.goldens_dir if release is not None else GOLDENS_DIR) / f"{group}.json"
 
 
-def load_goldens(group: str) -> dict[str, Any]:
-    path = golden_path(group)
+def load_goldens(group: str, release: Release | None = None) -> dict[str, Any]:
+    path = golden_path(group, release)
     if not path.exists():
         return {}
     return json.loads(path.read_text(encoding="utf-8"))["cases"]

@@ -68,3 +68,21 @@ def test_input_schema_is_claude_codes(name):
 
 def test_every_recorded_tool_is_one_of_ours():
     assert set(RECORDED["tools"]) <= set(OURS)
+
+
+# -- older releases: their profile's descriptions are the ones that release sent ---------------
+OLDER = [r for r in harness.releases() if not r.default]
+OLDER_TOOLS = [(r, name) for r in OLDER
+               for name in sorted(json.loads(r.tools_file.read_text(encoding="utf-8"))["tools"])]
+
+
+@pytest.mark.parametrize("release,name", OLDER_TOOLS, ids=lambda v: getattr(v, "profile", v))
+def test_an_older_profile_describes_its_tools_as_that_release(release, name):
+    recorded = json.loads(release.tools_file.read_text(encoding="utf-8"))["tools"][name]
+    texts = load(release.profile)
+    spec = OURS[name].spec(texts)
+    assert spec["description"] == recorded["description"]
+    theirs, mine = recorded["input_schema"], spec["input_schema"]
+    assert sorted(mine.get("required", [])) == sorted(theirs.get("required", []))
+    for prop in set(mine["properties"]) & set(theirs["properties"]):
+        assert mine["properties"][prop].get("description") == theirs["properties"][prop].get("description"), prop

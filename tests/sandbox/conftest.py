@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -63,11 +64,18 @@ def make_sandbox(ws: Path, tmpd: Path):
         sb.close()
 
 
-def run(sb: Sandbox, command: str, cwd: Path, timeout: float = 30) -> subprocess.CompletedProcess:
-    """Run `bash -c command` through the sandbox's wrapper; output is stdout+stderr."""
+def run(sb: Sandbox, command: str, cwd: Path, timeout: float = 30,
+        one_shot: bool = False) -> subprocess.CompletedProcess:
+    """Run `bash -c command` through the sandbox's wrapper, the way the Bash runner does (in the
+    session's resident sandbox when the wrapper offers one, unless `one_shot`); output is
+    stdout+stderr."""
     wrap = sb.wrapper()
     assert wrap is not None
-    argv, env, preexec = wrap(["/bin/bash", "-c", command], cwd, dict(os.environ))
+    wrapped = wrap(["/bin/bash", "-c", command], cwd, dict(os.environ))
+    argv, env, preexec = wrapped[:3]
+    launch = None if one_shot else getattr(wrapped, "launch", None)
+    if launch is not None:
+        return _launched(launch, argv, timeout)
     return subprocess.run(
         argv, cwd=cwd, env=env, preexec_fn=preexec, stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout,
@@ -75,29 +83,57 @@ def run(sb: Sandbox, command: str, cwd: Path, timeout: float = 30) -> subprocess
     )
 
 
-@pytest.fixture(params=BACKENDS)
+def _launched(launch, argv: list[str], timeout: float) -> subprocess.CompletedProcess:
+    with tempfile.TemporaryFile() as out:
+        proc = launch({1: out.fileno(), 2: out.fileno()})
+        assert proc is not None, "the resident did not take the command"
+        try:
+            code = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+        out.seek(0)
+        return subprocess.CompletedProcess(argv, code, out.read().decode(errors="replace"))
+
+
+# bwrap's jail twice: started by the session's resident jail (what the Bash runner uses), and
+# built for the one command (what runs where no resident can, and what other callers spawn)
+JAILS = [*BACKENDS[:1], "bwrap-one-shot", *BACKENDS[1:]] if "bwrap" in BACKENDS else list(BACKENDS)
+
+
+@pytest.fixture(params=JAILS)
 def jail(request, ws: Path, tmpd: Path):
-    why = backend_unusable(request.param)
+    backend = request.param.removesuffix("-one-shot")
+    why = backend_unusable(backend)
     if why:
-        pytest.skip(f"{request.param} cannot work here: {why}")
-    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode=request.param, name="codebelt-test"))
-    if sb.jail.backend != request.param:
+        pytest.skip(f"{backend} cannot work here: {why}")
+    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode=backend, name="codebelt-test"))
+    if sb.jail.backend != backend:
         sb.close()
-        pytest.skip(f"no {request.param} jail here: {sb.jail.reason}")
+        pytest.skip(f"no {backend} jail here: {sb.jail.reason}")
+    sb.one_shot = request.param.endswith("-one-shot")
     yield sb
     sb.close()
 
 
-def jailed(sb: Sandbox, command: str, cwd: Path, masked: list[Path] | None = None) -> subprocess.CompletedProcess:
+def jailed(sb: Sandbox, command: str, cwd: Path, masked: list[Path] | None = None,
+           timeout: float = 60) -> subprocess.CompletedProcess:
+    """Run `command` in the jail the way the Bash runner does: through the resident jail when the
+    wrapper offers one (unless the fixture asked for the one-shot jail), else spawned."""
     wrap = sb.jail_wrapper(masked or [])
     assert wrap is not None
-    argv, env, preexec, *cleanup = wrap(["/bin/bash", "-c", command], cwd, dict(os.environ))
+    wrapped = wrap(["/bin/bash", "-c", command], cwd, dict(os.environ))
+    argv, env, preexec, *rest = wrapped
+    cleanup = rest[0] if rest else None
+    launch = None if getattr(sb, "one_shot", False) else getattr(wrapped, "launch", None)
     try:
+        if launch is not None:
+            return _launched(launch, argv, timeout)
         return subprocess.run(argv, cwd=cwd, env=env, preexec_fn=preexec, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout,
                               start_new_session=True)
     finally:
-        for done in cleanup:
-            done()
+        if cleanup is not None:
+            cleanup()
 
 

@@ -111,6 +111,13 @@ class Journal:
             self._pending, self._overflow = set(), False
         return paths, overflow
 
+    def peek(self) -> set[str] | None:
+        """The paths changed since the last drain, leaving them for it (None: events were lost,
+        so any path may have changed)."""
+        with self._lock:
+            self._read_available()
+            return None if self._overflow else set(self._pending)
+
     def _read_loop(self) -> None:
         while not self._stop:
             try:

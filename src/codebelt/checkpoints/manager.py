@@ -28,7 +28,7 @@ from .manifest import Manifest, live_hashes
 from .records import Change, Checkpoint, Records
 from .rewind import Plan, Result, apply, plan
 from .store import ObjectStore, connect
-from .tracker import Budget, Tracker, changed
+from .tracker import PENDING_FILE, Budget, Tracker, changed
 
 GC_EVERY_S = 3600.0
 
@@ -88,7 +88,7 @@ class Recording:
 class Checkpoints:
     def __init__(self, store_dir: Path, roots: Iterable[str | os.PathLike[str]], session: str,
                  limits: Limits = Limits(), *, use_journal: bool = True, placeholders: Iterable[str] = (),
-                 ignore: Iterable[str | os.PathLike[str]] = ()):
+                 ignore: Iterable[str | os.PathLike[str]] = (), exclude: Iterable[str] = (), use_git: bool = True):
         self.dir = Path(store_dir)
         self.roots = [os.path.realpath(r) for r in roots]
         self.workspace = self.roots[0]
@@ -106,7 +106,10 @@ class Checkpoints:
         self._use_journal = use_journal
         # empty directories a sandbox creates as mount points (not the command's doing)
         self._placeholders = {os.path.realpath(p) for p in placeholders}
+        self._exclude = tuple(exclude)
+        self._use_git = use_git
         self.tracker: Tracker | None = None
+        self._baseline: threading.Thread | None = None
         self._tasks: dict[str, int] = {}  # background task id → its open checkpoint
         self._closed = False
         self.collect_if_due()
@@ -124,9 +127,10 @@ class Checkpoints:
 
     def begin_command(self, tool: str, label: str) -> Recording:
         """A call that may write anywhere in the roots (a command): what changed since the last
-        look is someone else's (or a running task's), what changes from now on is this call's."""
+        look is someone else's (or a running task's), what changes from now on is this call's.
+        Waits for the baseline's watches, not for its contents (see `start_background`)."""
+        tracker = self._tracker()
         with self._lock:
-            tracker = self._tracker()
             if tracker.mode != "off":
                 self._absorb(tracker.sync(self._budget()))
         return Recording(self, tool, label, None, {})
@@ -140,12 +144,15 @@ class Checkpoints:
                 changes = [Change(p, rec.before[p], after[p]) for p in rec.paths]
                 changes = [c for c in changes if changed(c)]
             else:
-                tracker = self._tracker()
+                tracker = self.tracker
+                assert tracker is not None  # begin_command made it
                 changes = tracker.sync(budget) if tracker.mode != "off" else []
                 changes = [c for c in changes if not (c.path in self._placeholders and c.before.kind == ABSENT
                                                       and c.after.kind == "dir")]
                 if tracker.mode == "off":
                     notes.append(f"what this command changed was not recorded: {tracker.reason}")
+            changes = self._materialized(changes)
+            notes += _notes(changes, self.relative)
             if not changes and not notes:
                 return None
             return self.records.add(self.workspace, self.session, "call", rec.tool, rec.label, changes, notes,
@@ -154,7 +161,21 @@ class Checkpoints:
     def _absorb(self, changes: list[Change]) -> None:
         """Changes seen between calls: a running task's, else someone else's (kept as baseline)."""
         if changes and self._tasks:
-            self.records.extend(list(self._tasks.values())[-1], changes)
+            self.records.extend(list(self._tasks.values())[-1], self._materialized(changes))
+
+    def _materialized(self, changes: list[Change]) -> list[Change]:
+        """Pre-images that name a git blob, read into the store: a checkpoint holds its own
+        contents (the blob may be gone from the repository by the time of a rewind)."""
+        tracker = self.tracker
+        if tracker is None or not tracker.git:
+            return changes
+        budget = self._store_room()
+        return [Change(c.path, tracker.materialize(c.before, budget), c.after) for c in changes]
+
+    def _store_room(self) -> Budget:
+        room = self.limits.max_store_bytes - self.store.total_bytes()
+        return Budget(max(0, room), why=f"the checkpoint store is full ({self.limits.max_store_bytes >> 20} MB, "
+                      "setting checkpoints.maxStoreMB)")
 
     def open_task(self, task_id: str, label: str) -> int:
         with self._lock:
@@ -170,7 +191,8 @@ class Checkpoints:
                 return None
             tracker = self.tracker
             changes = tracker.sync(self._budget()) if tracker is not None and tracker.mode != "off" else []
-            self.records.extend(cid, changes, close=True)
+            changes = self._materialized(changes)
+            self.records.extend(cid, changes, _notes(changes, self.relative), close=True)
             return cid
 
     def _budget(self) -> Budget:
@@ -182,26 +204,62 @@ class Checkpoints:
                       "(setting checkpoints.maxCallMB)")
 
     def _tracker(self) -> Tracker:
-        if self.tracker is None:
-            manifests = {r: Manifest(self.conn, self._db_lock, r) for r in self.roots}
-            self.tracker = Tracker(self.roots, self.store, manifests, file_limit=self.limits.max_file_bytes,
-                                   max_entries=self.limits.max_entries, skip=self._skip,
-                                   use_journal=self._use_journal)
-            room = self.limits.max_store_bytes - self.store.total_bytes()
-            budget = Budget(max(0, room))
-            self.tracker.start(budget)
-            if budget.limit is not None and budget.used >= budget.limit:
-                self.tracker.reason += (f"; the checkpoint store is full ({self.limits.max_store_bytes >> 20} MB, setting "
-                                        "checkpoints.maxStoreMB): files past it were not kept")
-        return self.tracker
+        """The tracker, its directories watched (a command may run); its baseline of contents
+        may still be filling in the background. Not called with the lock held."""
+        begun = self.tracker is not None
+        tracker = self.start_background(ahead=False)
+        tracker.watched.wait()
+        # Without a journal nothing tells what a command changed while the baseline fills; and a
+        # baseline this command began (a session that began none at its start: the command
+        # line's one call) has had no head start: every file it changes would be "not kept".
+        if tracker.mode == "scan" or not begun:
+            tracker.filled.wait()
+        return tracker
+
+    def start_background(self, ahead: bool = True) -> Tracker:
+        """Begin the baseline in a thread of its own, if not begun: the watches first, then each
+        file's pre-image at a lower priority. A command that runs before it is done waits only
+        for the watches; files it changes that had no pre-image yet are recorded as not kept."""
+        with self._lock:
+            if self.tracker is None:
+                manifests = {r: Manifest(self.conn, self._db_lock, r) for r in self.roots}
+                self.tracker = Tracker(self.roots, self.store, manifests, file_limit=self.limits.max_file_bytes,
+                                       max_entries=self.limits.max_entries, skip=self._skip,
+                                       use_journal=self._use_journal, exclude=self._exclude, use_git=self._use_git,
+                                       lock=self._lock)
+                if self._closed:
+                    self.tracker.mode, self.tracker.reason = "off", "closed"
+                    self.tracker.watched.set()
+                    self.tracker.filled.set()
+                else:
+                    self._baseline = threading.Thread(target=self._build_baseline, args=(self.tracker, ahead),
+                                                      name="codebelt-checkpoint-baseline", daemon=True)
+                    self._baseline.start()
+            return self.tracker
+
+    def _build_baseline(self, tracker: Tracker, ahead: bool) -> None:
+        budget = self._store_room()
+        try:
+            tracker.watch_all()
+            # at a lower priority only while nobody waits for it (begun ahead of the commands)
+            tracker.fill(budget, background=ahead and tracker.mode == "journal")
+        except Exception as e:  # noqa: BLE001 - a baseline that fails leaves tracking off, said
+            tracker.mode, tracker.reason = "off", f"the baseline failed: {e}"
+        finally:
+            tracker.watched.set()
+            tracker.filled.set()
+        if budget.limit is not None and budget.used >= budget.limit:
+            tracker.reason += (f"; the checkpoint store is full ({self.limits.max_store_bytes >> 20} MB, setting "
+                               "checkpoints.maxStoreMB): files past it were not kept")
 
     def start_tracking(self) -> str:
-        """Build the baseline now (else on the first command). Says how changes are found."""
-        with self._lock:
-            return f"{self._tracker().mode}: {self._tracker().reason}"
+        """Build the whole baseline now, contents included. Says how changes are found."""
+        tracker = self.start_background(ahead=False)  # waited for: at the caller's priority
+        tracker.filled.wait()
+        return f"{tracker.mode}: {tracker.reason}"
 
     def _look(self, paths: list[str], budget: Budget) -> dict[str, Entry]:
-        if self.tracker is not None:
+        if self.tracker is not None and self.tracker.watched.is_set():
             return self.tracker.look(paths, budget)
         probe = Tracker(self.roots, self.store, {}, file_limit=self.limits.max_file_bytes, max_entries=0,
                         use_journal=False)
@@ -256,7 +314,14 @@ class Checkpoints:
 
     def _undo(self, todo: list[Checkpoint], force: bool, dry_run: bool, diff: bool, label: str) -> RewindReport:
         look_budget = Budget(None)
-        p: Plan = plan(todo, lambda paths: self._look(paths, look_budget), force=force)
+
+        def look(paths: list[str]) -> dict[str, Entry]:
+            now = self._look(paths, look_budget)
+            if self.tracker is None or not self.tracker.git:
+                return now
+            return {p: self.tracker.materialize(e, look_budget) for p, e in now.items()}
+
+        p: Plan = plan(todo, look, force=force)
         report = RewindReport([cp.id for cp in todo], [s.path for s in p.actions],
                               [(s.path, s.problem or "") for s in p.conflicts], dry_run=dry_run)
         if diff or dry_run:
@@ -346,7 +411,28 @@ class Checkpoints:
                 except Exception:  # noqa: BLE001 - closing never fails the session's close
                     pass
             if self.tracker is not None:
+                self.tracker.stopping = True
+            baseline = self._baseline
+        if baseline is not None:
+            baseline.join(timeout=10)  # outside the lock: a batch it is settling needs it
+        with self._lock:
+            if self.tracker is not None:
                 self.tracker.close()
             self.store.close()
             self.conn.close()
 
+
+def _notes(changes: list[Change], relative: Callable[[str], str]) -> list[str]:
+    """What a checkpoint says about contents it does not hold, in a line each."""
+    notes = []
+    early = [c for c in changes if c.before is PENDING_FILE or c.before.lost == PENDING_FILE.lost]
+    if early:
+        notes.append(f"{len(early)} changed file(s) not kept: the checkpoint baseline had not reached them yet "
+                     "(it is built in the background from the session's start): "
+                     + ", ".join(relative(c.path) for c in early[:10]) + (" …" if len(early) > 10 else ""))
+    for c in changes:
+        if c.before.kind == "dir" and c.before.lost:
+            notes.append(f"{relative(c.path)}: {c.before.lost}")
+        elif c.after.kind == "dir" and c.after.lost and c.before.kind == ABSENT:
+            notes.append(f"{relative(c.path)} (new): {c.after.lost}")
+    return notes

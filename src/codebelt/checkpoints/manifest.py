@@ -30,13 +30,18 @@ class Manifest:
         self.root = root
         conn.executescript(SCHEMA)
         with lock:
-            rows = conn.execute("SELECT path, dev, ino, size, mtime, ctime, hash FROM manifest WHERE root=?",
+            # whether each content is still in the store, asked once here rather than once a file
+            # (collection never removes what a manifest names, so the answer holds)
+            rows = conn.execute("SELECT m.path, m.dev, m.ino, m.size, m.mtime, m.ctime, m.hash, o.hash IS NOT NULL "
+                                "FROM manifest m LEFT JOIN objects o ON o.hash = m.hash WHERE m.root=?",
                                 (root,)).fetchall()
         self.saved: dict[str, tuple[StatKey, str]] = {r[0]: (tuple(r[1:6]), r[6]) for r in rows}  # type: ignore[misc]
+        self._absent = {r[0] for r in rows if not r[7]}
 
     def hash_for(self, path: str, key: StatKey) -> str | None:
+        """The content kept for `path` when it had stat identity `key`, if still in the store."""
         hit = self.saved.get(path)
-        return hit[1] if hit is not None and hit[0] == key else None
+        return hit[1] if hit is not None and hit[0] == key and path not in self._absent else None
 
     def save(self, current: dict[str, tuple[StatKey, str]]) -> None:
         """Write what differs from what was saved (paths under this root only)."""

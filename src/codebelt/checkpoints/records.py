@@ -61,7 +61,8 @@ class Checkpoint:
 
     @property
     def not_kept(self) -> list[Change]:
-        return [c for c in self.changes if c.before.kind == "file" and c.before.hash is None]
+        return [c for c in self.changes if (c.before.kind == "file" and c.before.hash is None)
+                or (c.before.kind == "dir" and c.before.lost)]
 
     def summary(self) -> dict[str, Any]:
         return {

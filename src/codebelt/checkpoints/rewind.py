@@ -67,6 +67,8 @@ def plan(checkpoints: list[Checkpoint], look: Callable[[list[str]], dict[str, En
         step = Step(path, current, target)
         if target.kind == FILE and target.hash is None:
             step.problem = f"its earlier content was not kept ({target.lost or 'unknown reason'})"
+        elif target.lost or (current.kind == DIR and current.lost):  # a left-out directory
+            step.problem = f"left as it is: {target.lost or current.lost}"
         elif not force:
             step.problem = _conflict(chain, expected, current)
         if step.problem is None and current.same_state(target):

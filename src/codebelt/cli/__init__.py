@@ -40,7 +40,7 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--mode", choices=MODES, default=None, help="permission mode")
     g.add_argument("--settings", default=None, metavar="FILE", help="extra settings file (highest priority)")
     g.add_argument("--sandbox", choices=SANDBOX_MODES, default=None, help="sandbox for Bash commands")
-    g.add_argument("--profile", choices=("claude-code", "codex"), default=None,
+    g.add_argument("--profile", choices=("claude-code", "claude-code-1.0", "codex"), default=None,
                    help="whose tool set and texts to offer (setting compat.profile; default claude-code)")
     g.add_argument("--trust-workspace", "--trust-workspace-hooks", dest="trust_workspace", action="store_true",
                    help="honour this workspace's own settings files in full (allow rules, modes, hooks, program "

@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         )
     # The MCP client answers `ask` decisions (elicitation), never the terminal: stdin is the protocol.
     # What of the settings was ignored goes to the server's log (mcp.server.announce).
-    session = make_session(args, interactive=False, announce=False)
+    session = make_session(args, interactive=False, announce=False, long_lived=True)
     try:
         from ..mcp import server as mcp_server
 
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
             # approvals are nobody else's); the first serves what has no MCP session.
             mcp_server.run_http(session, host, port, token, allowed_hosts=args.allow_host, ready=ready,
                                 max_sessions=args.max_sessions, session_idle_timeout=args.session_idle_timeout,
-                                session_factory=lambda: make_session(args, interactive=False, announce=False))
+                                session_factory=lambda: make_session(args, interactive=False, announce=False, long_lived=True))
     except KeyboardInterrupt:
         pass
     finally:

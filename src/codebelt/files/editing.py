@@ -24,7 +24,7 @@ from .codec import (
     for_display,
     sniff,
 )
-from .lines import LineIndexCache, format_row
+from .lines import LineIndexCache, Row, format_row
 from .lookup import did_you_mean
 from .matching import DEFAULT_MAX_RESULT, EditError, _find_all, _splice, replace
 from .state import MODIFIED, FileStates, state_reason
@@ -281,15 +281,19 @@ def _apply_on_text(text: str, fmt: TextFormat, edits: list[EditSpec], max_bytes:
 
 
 def snippet(text: str | bytes, lo: int, hi: int, context: int = 3, max_rows: int = 40,
-            width: int = 500, encoding: str = "utf-8", line_base: int = 0) -> str:
+            width: int = 500, encoding: str = "utf-8", line_base: int = 0, row: Row = format_row,
+            as_split: bool = False) -> str:
     """`cat -n` rows around text[lo:hi] (the edited region) with a few lines of context.
 
     Works on the decoded text or on the file's bytes (the fast path never decodes the file).
     `text` may be a window of the file starting at a line start after `line_base` newlines, that
-    holds at least `context` lines before and after the region (the streamed path's window)."""
+    holds at least `context` lines before and after the region (the streamed path's window).
+    `as_split`: rows as Claude Code 1.0 cut them from the text split on line breaks — a region
+    ending with a line break reaches into the next line, and a final line break is followed by an
+    empty last row."""
     nl = b"\n" if isinstance(text, bytes) else "\n"
     first = line_base + text.count(nl, 0, lo) + 1
-    last = first + text.count(nl, lo, max(lo, hi - 1))
+    last = first + text.count(nl, lo, hi if as_split else max(lo, hi - 1))
     # Walk back `context` lines from the edited line (cheap even deep inside a big file).
     pos = text.rfind(nl, 0, lo) + 1
     start = first
@@ -304,7 +308,7 @@ def snippet(text: str | bytes, lo: int, hi: int, context: int = 3, max_rows: int
     omitted = 0
     while line <= end_line:
         at = text.find(nl, pos)
-        if at == -1 and pos == len(text) and line > 1:
+        if at == -1 and pos == len(text) and line > 1 and not as_split:
             break  # the text ends with a newline: no further line
         raw = text[pos:] if at == -1 else text[pos:at]
         if len(rows) < max_rows:
@@ -314,7 +318,7 @@ def snippet(text: str | bytes, lo: int, hi: int, context: int = 3, max_rows: int
                 shown = shown.removeprefix("\ufeff")  # the fast path keeps the BOM in the bytes
             if len(shown) > width:
                 shown = shown[:width] + f"… [{len(shown) - width} more characters]"
-            rows.append(format_row(str(line), shown))
+            rows.append(row(str(line), shown))
         else:
             omitted += 1
         if at == -1:

@@ -22,7 +22,7 @@ from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Callable
 
 from .codec import TextFormat, for_display
 
@@ -158,6 +158,17 @@ def format_row(number: str, text: str) -> str:
     return f"{number}\t{text}"
 
 
+Row = Callable[[str, str], str]  # (line number, line) → one rendered row
+
+
+def row_format(template: str | None) -> Row:
+    """The row renderer of a template over `number` and `text` (a compat profile's; older Claude
+    Code releases padded the number and used an arrow, `{number:>6}→{text}`)."""
+    if template is None or template == "{number}\t{text}":
+        return format_row  # the common case stays a plain f-string
+    return lambda number, text: template.format(number=number, text=text)
+
+
 def _rows_of_line(pieces, fmt: TextFormat):
     """Yield the display rows (≤ MAX_LINE_CHARS each) of one line given as byte pieces."""
     decoder = codecs.getincrementaldecoder(fmt.encoding)(fmt.errors)
@@ -194,7 +205,7 @@ def _line_pieces(f):
 FAST_CHUNK = 256 * 1024  # lines are split from chunks this size; longer lines are streamed
 
 
-def render_rows(f, fmt: TextFormat, first_line: int, limit: int, max_chars: int) -> Page:
+def render_rows(f, fmt: TextFormat, first_line: int, limit: int, max_chars: int, row: Row = format_row) -> Page:
     """Rows from the current position of `f` (a buffered binary file at the start of a line).
 
     Lines are cut from 256 KB chunks with bytes.split and decoded one by one; a line longer than
@@ -209,7 +220,7 @@ def render_rows(f, fmt: TextFormat, first_line: int, limit: int, max_chars: int)
 
     def emit(number: str, text: str) -> bool:
         nonlocal used, rows, stopped_by, last_shown
-        rendered = format_row(number, text)
+        rendered = row(number, text)
         if rows >= limit:
             stopped_by = "limit"
         elif used + len(rendered) + 1 > max_chars and rows > 0:
@@ -249,8 +260,8 @@ def render_rows(f, fmt: TextFormat, first_line: int, limit: int, max_chars: int)
             # One line longer than a chunk: stream it in pieces.
             line += 1
             f.seek(pos)
-            for k, row in enumerate(_rows_of_line(_line_pieces(f), fmt)):
-                if not emit(str(line) if k == 0 else f"{line}.{k}", row):
+            for k, piece in enumerate(_rows_of_line(_line_pieces(f), fmt)):
+                if not emit(str(line) if k == 0 else f"{line}.{k}", piece):
                     if k:
                         cut_line = line
                     done = True
@@ -293,17 +304,19 @@ def read_page(
     limit: int,
     max_chars: int,
     cancel=None,
+    row: Row = format_row,
 ) -> Page:
     """Render up to `limit` rows from 1-based line `offset`, within `max_chars` characters.
 
     `source` is the file: an open buffered binary file (the caller's, left open), or a path."""
     if not isinstance(source, (str, os.PathLike)):
-        return _read_page(source, fmt, index, offset, limit, max_chars, cancel)
+        return _read_page(source, fmt, index, offset, limit, max_chars, cancel, row)
     with open(source, "rb", buffering=PIECE_BYTES) as f:
-        return _read_page(f, fmt, index, offset, limit, max_chars, cancel)
+        return _read_page(f, fmt, index, offset, limit, max_chars, cancel, row)
 
 
-def _read_page(f, fmt: TextFormat, index: LineIndex, offset: int, limit: int, max_chars: int, cancel) -> Page:
+def _read_page(f, fmt: TextFormat, index: LineIndex, offset: int, limit: int, max_chars: int, cancel,
+               row: Row) -> Page:
     with index.lock:
         start = index.line_start(f, offset - 1, cancel=cancel)
         if start is None:
@@ -313,7 +326,7 @@ def _read_page(f, fmt: TextFormat, index: LineIndex, offset: int, limit: int, ma
     if start == 0 and fmt.bom:
         start = len(fmt.bom)  # the BOM is not content
     f.seek(start)
-    page = render_rows(f, fmt, offset, limit, max_chars)
+    page = render_rows(f, fmt, offset, limit, max_chars, row)
     if page.next_offset is None:
         # The page reached the end of the file, so the line count is known without a scan.
         page.total_lines = page.end_line
@@ -322,7 +335,7 @@ def _read_page(f, fmt: TextFormat, index: LineIndex, offset: int, limit: int, ma
     return page
 
 
-def read_page_text(text: str, offset: int, limit: int, max_chars: int) -> Page:
+def read_page_text(text: str, offset: int, limit: int, max_chars: int, row: Row = format_row) -> Page:
     """Paging for files decoded whole (UTF-16): same rows, from a string."""
     import io
 
@@ -335,7 +348,7 @@ def read_page_text(text: str, offset: int, limit: int, max_chars: int) -> Page:
     for _ in range(offset - 1):
         pos = text.index("\n", pos) + 1
     data.seek(len(text[:pos].encode("utf-8", "surrogateescape")))
-    page = render_rows(data, TextFormat("utf-8"), offset, limit, max_chars)
+    page = render_rows(data, TextFormat("utf-8"), offset, limit, max_chars, row)
     page.total_lines = total
     return page
 

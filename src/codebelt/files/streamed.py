@@ -237,7 +237,7 @@ def _window(fd, pieces, lo: int, hi: int, new_size: int, newlines_before_lo: int
     """Bytes of the new file from a few lines before `lo` to a few lines after `hi`, where the
     window starts (in the new file) and the newlines before it. The bytes before `lo` are the
     original's, so they are read from fd directly."""
-    want = 4  # context (3) + the edited line's own start
+    want = 5  # context (up to 4: older Claude Code releases' snippets) + the edited line's own start
     back = CONTEXT_PROBE
     while True:
         a = max(0, lo - back)

@@ -325,6 +325,26 @@ class CodeIndex:
             parts.append(f"the last index build failed: {self._build_error}")
         return "; ".join(parts) or None
 
+    def has_earlier_build(self) -> bool:
+        """Whether there is an index to answer from already: built in this process, or stored
+        by an earlier session (a refresh may be bringing it up to date meanwhile)."""
+        self._check_open()
+        return self._built_once or self._db().execute("SELECT 1 FROM files LIMIT 1").fetchone() is not None
+
+    def unchanged(self, paths: Iterable[Path]) -> bool:
+        """Whether every one of these files is, on disk, as the index last read it (mtime and
+        size): what an answer from the stored index says about them is still true."""
+        db = self._db()
+        for p in set(paths):
+            rel = self.relative(p)
+            if rel is None:
+                continue
+            row = db.execute("SELECT mtime_ns, size FROM files WHERE path = ?", (rel,)).fetchone()
+            st = _stat(str(self.root / rel))
+            if row is None or st is None or (st.st_mtime_ns, st.st_size) != (row[0], row[1]):
+                return False
+        return True
+
     def _answer(self, **kw) -> Answer:
         return Answer(backend=BACKEND, note=self.note(), **kw)
 

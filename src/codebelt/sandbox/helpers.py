@@ -17,6 +17,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 # What a helper may see of the caller's environment: where programs and toolchains are, the
@@ -116,7 +117,12 @@ def _not_home_wide(d: Path) -> bool:
 
 def python_dirs() -> list[Path]:
     """Where codebelt's own Python lives (its prefix and the one it was made from)."""
-    return list(dict.fromkeys(Path(os.path.realpath(p)) for p in (sys.prefix, sys.base_prefix)))
+    return list(_python_dirs())
+
+
+@cache
+def _python_dirs() -> tuple[Path, ...]:
+    return tuple(dict.fromkeys(Path(os.path.realpath(p)) for p in (sys.prefix, sys.base_prefix)))
 
 
 # -- ending a helper with everything it started -------------------------------------------------

@@ -57,7 +57,21 @@ TRUE = next((p for p in ("/usr/bin/true", "/bin/true") if os.access(p, os.X_OK))
 STAGE_PYTHON = os.path.realpath(sys.executable)
 MAX_RULESETS = 16  # Landlock rulesets kept per session (one per set of masks and readable paths)
 MAX_RETIRED = 64  # replaced rulesets kept open for spawns that may still be using them
+MAX_RESIDENT_STARTS = 8  # resident jails started per session (again after a root was replaced); then one-shot
 PR_SET_CHILD_SUBREAPER = 36
+
+
+class Wrapped(tuple):
+    """(argv, env, preexec[, cleanup]) as every wrapper returns it, and `launch`: None, or a
+    function `launch({fd in the command: fd here})` starting the command in the session's
+    resident jail, returning a Popen-like process (or None when the resident cannot take it)."""
+
+    launch = None
+
+    def __new__(cls, items, launch=None):
+        self = super().__new__(cls, items)
+        self.launch = launch
+        return self
 
 
 @cache
@@ -122,6 +136,11 @@ class Sandbox:
         self._jail_root: Path | None = None  # scratch directories of Landlock-jailed commands
         self._jail_root_made = False
         self._filters: dict[tuple[frozenset[int], bool, bool], _seccomp.SocketFilter] = {}
+        self._resident_lock = threading.Lock()
+        self._resident = None  # residency.ResidentJail: where jailed Bash commands start (resident.py)
+        self._resident_starts = 0
+        self._resident_old: list[Any] = []  # replaced ones, ended at close (their commands may run)
+        self._resident_failed = ""  # why the resident jail does not work here ("" until it failed)
         self._split_in_roots: list[Path] = []  # writable directories the last masked Landlock rules split
         self._private: Path | None = None  # filtered copies of the user's git configuration
         status = self._select()
@@ -408,7 +427,7 @@ class Sandbox:
         masked = list(masked)
         # the user's credential files too: nothing in the jail needs them (its HOME is a scratch)
         return lambda argv, cwd, env: self._wrap_jail(backend, list(argv), Path(cwd), dict(env),
-                                                      [*masked, *credential_paths()])
+                                                      [*masked, *credential_paths()], resident=True)
 
     def helper(self, profile: HelperProfile, masked: "list[Path] | tuple[Path, ...]" = ()) -> Wrapper | None:
         """The wrapper that runs a helper program (helpers.py) in the read-only jail, with its
@@ -434,8 +453,11 @@ class Sandbox:
         return backend
 
     def _wrap_jail(self, backend: str, argv: list[str], cwd: Path, env: dict, masked: list[Path],
-                   profile: HelperProfile | None = None) -> tuple:
-        """A jailed command (`profile` None) or helper: (argv, env, preexec[, cleanup])."""
+                   profile: HelperProfile | None = None, resident: bool = False) -> tuple:
+        """A jailed command (`profile` None) or helper: (argv, env, preexec[, cleanup]). With
+        `resident`, the tuple's `launch` may be a function `launch(fds)` that starts the command
+        in the session's resident jail instead (resident.py) — the tuple itself still describes a
+        one-shot jail for callers that spawn it themselves."""
         c = self.config
         cap, memory = self.cap, self.memory
         pairs = rlimits(c.limits, cap.nproc_limit() if cap else None, memory.address_space if memory else None)
@@ -464,8 +486,12 @@ class Sandbox:
                          scratch, *_jail.STAGE_DEVICES, "--", *argv]
             args = _jail.bwrap_args(list(c.writable_roots), readable, masked, scratch, cwd, system=system,
                                     markers=profile.markers if profile is not None else ())
+            preexec = self._preexec(pairs, None, install, cgroups=cgroups)
+            launch = None
+            if resident and profile is None and self._stage_abi:
+                launch = self._resident_launch(readable, scratch, pairs, install, argv, cwd, env, masked)
             argv = [self.bwrap_path or "bwrap", *args, "--", *inner]
-            return argv, env, self._preexec(pairs, None, install, cgroups=cgroups)
+            return Wrapped((argv, env, preexec), launch)
         ruleset = self._landlock_ruleset(readable, masked, system)
         subreaper = profile is not None and profile.long_lived
         if not system:
@@ -476,6 +502,79 @@ class Sandbox:
             env["XDG_CACHE_HOME"] = str(scratch / ".cache")
         preexec = self._preexec(pairs, ruleset.restrict_in_child, install, subreaper=subreaper, cgroups=cgroups)
         return argv, env, preexec, lambda: shutil.rmtree(scratch, ignore_errors=True)
+
+    # -- the resident jail -----------------------------------------------------------------
+    def _resident_launch(self, readable: list[Path], scratch: str, pairs, install, argv: list[str], cwd: Path,
+                         env: dict, masked: list[Path]) -> "Callable[[dict[int, int]], Any] | None":
+        """`launch(fds)` starting this command in the session's resident jail, or None when it
+        cannot take it (built for other readable directories, or it does not work here): the
+        one-shot jail is used then."""
+        from .residency import ResidentUnavailable
+
+        view, stamps = (tuple(readable), scratch), self._stamps()
+        with self._resident_lock:
+            resident = self._resident
+            if resident is not None and resident.view != view:
+                return None  # another view (a long command's script directory): a one-shot jail
+            if resident is not None and (resident.stamps != stamps or not resident.alive):
+                self._resident_old.append(resident)
+                self._resident = resident = None
+            if resident is None:
+                if self._resident_failed or self._resident_starts >= MAX_RESIDENT_STARTS:
+                    return None
+                self._resident_starts += 1
+                try:
+                    resident = self._start_resident(readable, scratch, pairs, install)
+                except (OSError, ResidentUnavailable) as e:
+                    self._resident_failed = str(e)
+                    return None
+                resident.view, resident.stamps = view, stamps
+                self._resident = resident
+        request = {
+            "argv": argv, "env": env, "cwd": str(cwd), "tmpfs": [scratch], "abi": self._stage_abi,
+            "writable": [scratch, *_jail.STAGE_DEVICES],
+            # as they are now: the masked paths (a link's target), and a secret that appeared
+            # since the resident started
+            "masks": [*(s for s in _jail.SECRETS if s not in resident.masked_at_start and os.path.lexists(s)),
+                      *(str(m) for m in _jail.mask_targets(masked))],
+        }
+
+        def launch(fds: dict[int, int]):
+            try:
+                return resident.launch(request, fds)
+            except ResidentUnavailable:
+                return None  # gone or the request too large: the caller starts the one-shot jail
+
+        return launch
+
+    def _stamps(self) -> tuple:
+        """What the resident's view depends on besides the paths: the roots it bound, by inode
+        (a root removed and made again would be the old, deleted one in its view)."""
+        out = []
+        for root in self.config.writable_roots:
+            try:
+                st = os.stat(root)
+                out.append((st.st_dev, st.st_ino))
+            except OSError:
+                out.append(None)
+        return tuple(out)
+
+    def _start_resident(self, readable: list[Path], scratch: str, pairs, install):
+        from .residency import ResidentJail, resident_source
+
+        c = self.config
+        args = _jail.bwrap_args(list(c.writable_roots), readable, [], scratch, Path("/"))
+        # it makes each command's mount and pid namespaces: it keeps the capability to, and each
+        # command drops every capability before it runs (resident.py)
+        at = args.index("--cap-drop")
+        args[at:at + 2] = ["--cap-drop", "ALL", "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
+        argv = [self.bwrap_path or "bwrap", *args, "--remount-ro", "/", "--",
+                STAGE_PYTHON, "-I", "-S", "-c", resident_source()]
+        env = {"PATH": os.defpath, "LANG": "C.UTF-8"}
+        masked_at_start = frozenset(s for s in _jail.SECRETS if os.path.lexists(s))  # masked by bwrap_args
+        resident = ResidentJail(argv, env, self._preexec(pairs, None, install), Path("/"))
+        resident.masked_at_start = masked_at_start
+        return resident
 
     def _landlock_ruleset(self, readable: list[Path], masked: list[Path], system: bool):
         """The Landlock jail's ruleset for these readable paths and masks, built once and kept
@@ -633,6 +732,11 @@ class Sandbox:
         return self.cap.kill_all() if self.cap and self.cap.cgroup else True
 
     def close(self) -> None:
+        with self._resident_lock:
+            residents = [r for r in (self._resident, *self._resident_old) if r is not None]
+            self._resident, self._resident_old = None, []
+        for r in residents:
+            r.close()
         if self.cap is not None:
             self.cap.close()
         if self.memory is not None:

@@ -282,10 +282,12 @@ class EditSettings(Section):
 
 
 class CompatSettings(Section):
-    profile: Literal["claude-code", "codex"] = setting(
-        "claude-code", "Whose tools and texts a session offers: `claude-code` (Read, Edit, Bash …) or `codex` "
-        "(exec_command, write_stdin, apply_patch, view_image, update_plan), each as its program words them (result and error texts, tool descriptions), as recorded from the real program.",
-        workspace=ANY)
+    profile: Literal["claude-code", "claude-code-1.0", "codex"] = setting(
+        "claude-code", "Whose tools and texts a session offers, each as its program words them (result and error "
+        "texts, tool descriptions), as recorded from the real program: `claude-code` (Read, Edit, Bash …, Claude "
+        "Code's current release), `claude-code-1.0` (its last 1.0 release, 1.0.128: Read's padded number and "
+        "arrow, BashOutput and KillShell, no TaskStop) or `codex` (exec_command, write_stdin, apply_patch, "
+        "view_image, update_plan).", workspace=ANY)
 
 
 class IntelSettings(Section):
@@ -351,6 +353,20 @@ class CheckpointsSettings(Section):
                              "are tracked; past it they are not recorded, and each checkpoint says so.", gt=0, workspace=LOWER)
     model_tool: bool = setting(False, "Give the model the Checkpoints tool (list, rewind, undo). A person's feature "
                                "first: off unless the user turns it on.")
+    exclude: Globs = setting(
+        ["node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+         "target", "dist", "build", ".next", ".gradle", ".parcel-cache", ".turbo"],
+        "Directories whose contents Bash checkpoints do not keep (a name, or a path below the root when it has a "
+        "`/`), unless git tracks files in them: what a command changes there is said (\"not kept, excluded\", with "
+        "a count), not kept. Regenerable trees: packages, virtual environments, build output.", workspace=ADD)
+    git_objects: bool = setting(
+        True, "In a git repository, record a tracked file whose stat matches git's index by its blob id instead of "
+        "copying it (read back from the repository, verified, when a call changes it). Off: copy every file — for a "
+        "repository whose .git someone else may have written.", workspace=OFF)
+    baseline_at_start: bool = setting(
+        True, "Begin the baseline Bash checkpoints need when the session starts, in the background at a lower "
+        "priority (off: on the first writing command). `codebelt call` never does: a read-only call pays nothing.",
+        workspace=ANY)
 
 
 HOOK_EVENTS = (

@@ -9,11 +9,15 @@ and override single texts, so an older release — or another program's tool set
 not a fork.
 
 Templates are `str.format` strings over named facts; `{{` and `}}` are literal braces.
+
+Besides texts a profile holds, under `[profile]`, the built-in tools it leaves out (`without`:
+an older release's profile leaves out the tools that release did not have) and the row format of
+Read (`Read.row`), and, per tool, `[Tool.parameters]`: descriptions of input parameters where that
+release words them otherwise. Only the profile in use is read, when a session first needs it.
 """
 
 from __future__ import annotations
 
-import tomllib
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -55,6 +59,11 @@ class Texts:
         value = self._table.get(tool, {}).get("description")
         return value if isinstance(value, str) else None
 
+    def parameters(self, tool: str) -> dict[str, str]:
+        """Descriptions of `tool`'s input parameters, where this profile words them."""
+        value = self._table.get(tool, {}).get("parameters", {})
+        return {k: v for k, v in value.items() if isinstance(v, str)} if isinstance(value, dict) else {}
+
     def value(self, key: str, default: Any = None) -> Any:
         """A non-text value of the profile (a number, a list)."""
         section, _, item = key.partition(".")
@@ -62,12 +71,11 @@ class Texts:
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = {k: dict(v) if isinstance(v, dict) else v for k, v in base.items()}
+    """`over` on top of `base`, table by table (a profile that extends another overrides single
+    texts, single parameter descriptions)."""
+    out = dict(base)
     for k, v in over.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k].update(v)
-        else:
-            out[k] = v
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out
 
 
@@ -77,6 +85,8 @@ def load(name: str = DEFAULT_PROFILE) -> Texts:
     path = HERE / f"{name}.toml"
     if not path.is_file():
         raise ValueError(f"unknown compat profile {name!r}; expected one of {', '.join(profiles())}")
+    import tomllib  # only when a profile is first read: importing this package stays cheap
+
     table = tomllib.loads(path.read_text(encoding="utf-8"))
     parent = table.get("profile", {}).get("extends")
     if parent:

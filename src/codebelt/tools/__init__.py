@@ -95,19 +95,21 @@ class ToolTable(Mapping[str, "Tool"]):
     instantiated — their module imported — on first access; tools given as classes are
     instantiated at once. Iteration keeps the registry's order."""
 
-    def __init__(self, classes: Iterable[type[Tool]] | None = None):
+    def __init__(self, classes: Iterable[type[Tool]] | None = None, without: Iterable[str] = ()):
+        """`classes`: the tools (None: every built-in tool but those named in `without`)."""
         self._order: list[str] = []
         self._families: dict[str, str | None] = {}
         self._starting: set[str] = set()
         self._tools: dict[str, Tool] = {}
         if classes is None:
+            left_out = set(without)
             for name, (_, family) in INDEX.items():
-                if INDEX[name][0] in TOOL_MODULES:
+                if INDEX[name][0] in TOOL_MODULES and name not in left_out:
                     self._order.append(name)
                     self._families[name] = family
                     if name in STARTS_PROGRAMS:
                         self._starting.add(name)
-            classes = _unindexed()
+            classes = [cls for cls in _unindexed() if cls.name not in left_out]
         for cls in classes:
             self.add(cls())
 

@@ -7,7 +7,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from ..errors import EditError, ToolError
-from ..files.editing import EditOutcome, EditSpec, apply_edits
+from ..files.editing import EditOutcome, EditSpec, apply_edits, snippet
+from ..files.lines import row_format
 from ..tool import ToolContext, ToolResult
 from . import _diagnostics
 from ._opening import beneath
@@ -16,14 +17,25 @@ from ._texts import edit_error, symlink_refusal
 
 
 def describe_outcome(ctx: ToolContext, given: str, outcome: EditOutcome, specs: list[EditSpec],
-                     whole: bool) -> str:
+                     whole: bool, multi: bool = False) -> str:
     """The confirmation, as Claude Code's Edit words it; `whole`: the model had the whole file
-    before the edit, so it has it now (the profile then says so)."""
-    if len(specs) == 1:
-        key = "Edit.updated_all" if specs[0].replace_all else "Edit.updated"
-        head = ctx.texts(key, path=given)
+    before the edit, so it has it now (the profile then says so); `multi`: MultiEdit's call (one
+    edit of it reads as an Edit, unless the profile lists MultiEdit's edits)."""
+    t = ctx.texts
+    if multi and (len(specs) > 1 or t.has("MultiEdit.item")):
+        key = "MultiEdit.updated"
     else:
-        head = ctx.texts("MultiEdit.updated", path=given, count=len(specs))
+        key = "Edit.updated_all" if specs[0].replace_all else "Edit.updated"
+    facts = {"path": given, "count": len(specs), "old_string": specs[0].old_string, "new_string": specs[0].new_string}
+    if t.has("MultiEdit.item"):  # older releases listed MultiEdit's edits
+        facts["edits"] = t("MultiEdit.edit" if len(specs) == 1 else "MultiEdit.edits")
+        facts["items"] = "\n".join(t("MultiEdit.item", n=n, old_string=e.old_string, new_string=e.new_string)
+                                   for n, e in enumerate(specs, 1))
+    if "{snippet}" in (t.template(key) or ""):  # older releases showed the edited lines
+        facts["snippet"] = snippet(outcome.text, *outcome.region, context=4, max_rows=10_000, width=10**9,
+                                   encoding=outcome.fmt.encoding, line_base=outcome.line_base,
+                                   row=row_format(t.template("Read.row")), as_split=True)
+    head = t(key, **facts)
     if whole or outcome.created:
         head += ctx.texts("common.state_current")
     tolerant = sorted({h for h in outcome.how if h not in ("exact", "fill empty file")})
@@ -56,7 +68,7 @@ def check_edits(file_path: str, specs: list[EditSpec], ctx: ToolContext) -> None
         raise ToolError(_refusal(ctx, file_path, path, specs, e)) from None
 
 
-def run_edits(file_path: str, specs: list[EditSpec], ctx: ToolContext) -> ToolResult:
+def run_edits(file_path: str, specs: list[EditSpec], ctx: ToolContext, multi: bool = False) -> ToolResult:
     """Edit and MultiEdit's run: apply the edits (all or nothing) and describe the result."""
     path = ctx.resolve(file_path)  # the path the decision was made on
     rel = ctx.workspace.relative(path)
@@ -73,7 +85,7 @@ def run_edits(file_path: str, specs: list[EditSpec], ctx: ToolContext) -> ToolRe
                               beneath=beneath(ctx))
     except EditError as e:
         raise ToolError(_refusal(ctx, file_path, path, specs, e)) from None
-    result = ToolResult(describe_outcome(ctx, file_path, outcome, specs, whole), data=outcome_data(rel, outcome))
+    result = ToolResult(describe_outcome(ctx, file_path, outcome, specs, whole, multi), data=outcome_data(rel, outcome))
     return _diagnostics.attach(result, ctx, _diagnostics.after(ctx, checked))
 
 

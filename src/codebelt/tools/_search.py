@@ -39,7 +39,10 @@ def visibility(ctx: ToolContext) -> Callable[[str], bool] | None:
 
 
 def display_prefix(ctx: ToolContext, cwd: Path) -> str:
-    """Prefix turning an rg path (relative to `cwd`) into one relative to the workspace root."""
+    """Prefix turning an rg path (relative to `cwd`) into one relative to the workspace root, or
+    into an absolute one where the profile shows paths so (older Claude Code releases)."""
+    if ctx.texts.value("common.absolute_paths", False):
+        return display(str(cwd)).rstrip("/") + "/"
     rel = ctx.workspace.relative(cwd)
     return "" if rel == "." else display(rel).rstrip("/") + "/"
 

@@ -314,7 +314,8 @@ def checkpoints(ctx: ToolContext) -> Checkpoints | None:
     placeholders = [str(r / d) for r in ctx.workspace.roots for d in PROTECTED_DIRS]
     placeholders += [str(r / ".git" / d) for r in ctx.workspace.roots for d in GIT_PROTECTED_DIRS]
     return Checkpoints(checkpoint_dir(cfg.directory), [str(r) for r in ctx.workspace.roots], ctx.session_id, limits,
-                       placeholders=placeholders, ignore=[ctx.temp_dir, ctx.results_dir])
+                       placeholders=placeholders, ignore=[ctx.temp_dir, ctx.results_dir], exclude=cfg.exclude,
+                       use_git=cfg.git_objects)
 
 
 def server_profile(spec) -> HelperProfile:

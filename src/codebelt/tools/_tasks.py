@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime, timezone
 
 from pydantic import BaseModel, Field
 
@@ -62,7 +63,7 @@ def read_task(ctx: ToolContext, task_id: str, pattern: linear_regex.LinearPatter
     try:
         task = manager.get(task_id)
     except KeyError as e:
-        raise ToolError(e.args[0]) from None
+        raise ToolError(ctx.texts.get("BashOutput.unknown", e.args[0], id=task_id)) from None
     deadline = time.monotonic() + wait_ms / 1000
     while task.process.running and time.monotonic() < deadline:
         ctx.check_cancelled()
@@ -74,23 +75,28 @@ def read_task(ctx: ToolContext, task_id: str, pattern: linear_regex.LinearPatter
     status = task.status()
     if status != "running":
         task.reported = True
-    parts = [f"<status>{status}</status>"]
+    t = ctx.texts  # BashOutput's texts (TaskOutput, codebelt's, shares them); "" leaves a part out
+    parts = [t("BashOutput.status", status=status)]
     if out is not None and out.exit_code is not None:
-        parts.append(f"<exit_code>{out.exit_code}</exit_code>")
+        parts.append(t("BashOutput.exit_code", code=out.exit_code))
     if text:
-        parts.append(f"<stdout>\n{text.rstrip(chr(10))}\n</stdout>")
+        parts.append(t("BashOutput.output", text=text.rstrip("\n")))
     else:
-        parts.append("<stdout>(no new output" + (" matching the filter" if pattern else "") + ")</stdout>")
+        parts.append(t("BashOutput.no_output", filtered=" matching the filter" if pattern else ""))
     if status != "running":
-        parts.append(f"Shell {task.id} {task.status_text()}.")
+        parts.append(t("BashOutput.ended", id=task.id, status=task.status_text()))
     elif wait_ms:
-        parts.append(f"Shell {task.id} is still running after waiting {wait_ms / 1000:g}s.")
+        parts.append(t("BashOutput.waited", id=task.id, seconds=f"{wait_ms / 1000:g}"))
+    if t.has("BashOutput.timestamp"):
+        now = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        parts.append(t("BashOutput.timestamp", time=now))  # as JavaScript's toISOString()
+    parts = [p for p in parts if p]
     data = TaskOutputResult(
         shellId=task.id, command=task.command, status=status,
         exitCode=out.exit_code if out is not None else None, stdout=text, truncated=truncated,
         outputPath=str(task.output_path),
     ).model_dump()
-    return ToolResult(text="\n".join(parts), data=data)
+    return ToolResult(text=t("BashOutput.join").join(parts), data=data)
 
 
 def kill_shell(ctx: ToolContext, task_id: str) -> ToolResult:
@@ -99,16 +105,21 @@ def kill_shell(ctx: ToolContext, task_id: str) -> ToolResult:
     try:
         task, was_running = manager.kill(task_id)
     except KeyError as e:
-        raise ToolError(e.args[0]) from None
+        raise ToolError(ctx.texts.get("KillShell.unknown", e.args[0], id=task_id)) from None
     task.reported = True
     if was_running:
         message = ctx.texts("KillShell.killed", id=task.id, command=task.command)
     else:
-        message = ctx.texts("KillShell.not_running", id=task.id, status=task.status_text())
+        message = ctx.texts("KillShell.not_running", id=task.id, status=task.status_text(), state=task.status())
+        if ctx.texts.value("KillShell.not_running_is_error", False):  # older releases refused it
+            raise ToolError(message)
     data = TaskStopResult(
         shellId=task.id, command=task.command, wasRunning=was_running,
         status=task.status(), message=message,
     ).model_dump()
+    if ctx.texts.value("KillShell.as_json", False):  # older releases answered with the result object
+        return ToolResult(text=json.dumps({"message": message, "shell_id": task.id}, ensure_ascii=False,
+                                          separators=(",", ":")), data=data)
     return ToolResult(text=message, data=data)
 
 

@@ -252,7 +252,8 @@ class _Formatter:
         return self._page(self._content_lines(o.lines), self.texts("Grep.no_matches"), warnings)
 
     def _content_lines(self, lines: list[Line]) -> list[str]:
-        show_numbers = self.params.line_numbers is not False
+        given = self.params.line_numbers  # not given: the profile's default (older releases: off)
+        show_numbers = given if given is not None else self.texts.value("Grep.line_numbers", True)
         with_context = any(
             v for v in (self.q.context, self.q.before, self.q.after) if v
         )
@@ -332,7 +333,8 @@ class _Formatter:
                 files=o.total, file_word="file" if o.total == 1 else "files",
                 paging=f" with pagination = {paging}" if paging else "")
         else:
-            full = text + ("\n\n" + self.texts("Grep.paging", paging=paging) if paging else "")
+            note = self.texts("Grep.paging", paging=paging) if paging else ""
+            full = text + ("\n\n" + note if note else "")
         notes: list[str] = []
         if more:
             total = f"more than {end}" if o.total_is_lower_bound else str(o.total)

@@ -110,10 +110,8 @@ class LSP(Tool):
         path = self._path(params, ctx)
         answer, why = self._from_server(params, ctx, path, limit, index)
         if answer is None:
-            index.wait(FIRST_BUILD_WAIT_S)
             try:
-                answer = navigate.answer(index, params.operation, path, params.line, params.character,
-                                         params.query, limit=limit)
+                answer = _from_index(index, params, path, limit)
             except CodebeltError as e:
                 raise ToolError(str(e)) from None
             if why:
@@ -158,6 +156,24 @@ class LSP(Tool):
             return None, str(e)
         except CodebeltError as e:
             raise ToolError(str(e)) from None
+
+
+def _from_index(index, params: LSPInput, path: Path | None, limit: int) -> Answer:
+    """The index's answer. While a refresh runs over an index built before (the one a session
+    starts, over the last session's), it answers at once from what is stored when every file
+    the answer rests on is unchanged on disk; else, and on a fresh index, it waits (bounded)."""
+    def ask() -> Answer:
+        return navigate.answer(index, params.operation, path, params.line, params.character, params.query,
+                               limit=limit)
+
+    if not index.wait(0) and index.has_earlier_build():
+        answer = ask()
+        used = [loc.path for loc in answer.locations] + [s.path for s in answer.symbols]
+        # an empty answer may be one a changed file would fill: only a found one is trusted
+        if path is not None and used and index.unchanged([path, *used]):
+            return answer
+    index.wait(FIRST_BUILD_WAIT_S)
+    return ask()
 
 
 def _visible(answer: Answer, ctx: ToolContext) -> Answer:

@@ -89,4 +89,4 @@ class MultiEdit(Tool):
 
     def run(self, params: MultiEditInput, ctx: ToolContext) -> ToolResult:
         specs = [EditSpec(e.old_string, e.new_string, e.replace_all) for e in params.edits]
-        return run_edits(params.file_path, specs, ctx)
+        return run_edits(params.file_path, specs, ctx, multi=True)

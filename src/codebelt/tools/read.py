@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from ..files.beneath import NotRegularFile, Opened, SymlinkInPath
 from ..files.codec import SNIFF_BYTES, BinaryFile, sniff
-from ..files.lines import PIECE_BYTES, format_row, read_page, read_page_text
+from ..files.lines import PIECE_BYTES, read_page, read_page_text, row_format
 from ..permissions.requests import PathRequest
 from ..sandbox.jail import SYSTEM_DIRS
 from ..tool import Document, Image, Tool, ToolContext, ToolError, ToolInput, ToolResult
@@ -106,7 +106,7 @@ class Read(Tool):
         try:
             opened = beneath(ctx).open_regular(path)
         except FileNotFoundError:
-            raise ToolError(not_found(ctx, path)) from None
+            raise ToolError(ctx.texts("Read.not_found", message=not_found(ctx, path))) from None
         except IsADirectoryError:
             raise ToolError(ctx.texts("Read.directory", path=str(path))) from None
         except NotRegularFile:
@@ -147,20 +147,21 @@ class Read(Tool):
             fmt = sniff(head, at_eof=len(head) >= st.st_size)
         except BinaryFile:
             raise ToolError(ctx.texts("Read.binary", ext=f" {path.suffix}" if path.suffix else "")) from None
+        row = row_format(ctx.texts.template("Read.row"))
         if fmt.ascii_compatible:
             index = ctx.service(line_indexes).get(path, st)
             with opened.reader(PIECE_BYTES) as f:
                 if st.st_size <= FULL_INDEX_BYTES:
                     with index.lock:
                         index.extend(f, cancel=ctx.check_cancelled)
-                page = read_page(f, fmt, index, offset, limit, max_chars, cancel=ctx.check_cancelled)
+                page = read_page(f, fmt, index, offset, limit, max_chars, cancel=ctx.check_cancelled, row=row)
         else:
             if st.st_size > MAX_UTF16_BYTES:
                 raise ToolError(
                     f"{rel} is {fmt.encoding} and {_size(st.st_size)}; Read decodes {fmt.encoding} files "
                     f"whole and stops at {_size(MAX_UTF16_BYTES)}. Use Bash (iconv | sed -n) to read part of it."
                 )
-            page = read_page_text(fmt.decode(opened.read_bytes()), offset, limit, max_chars)
+            page = read_page_text(fmt.decode(opened.read_bytes()), offset, limit, max_chars, row)
 
         complete = offset == 1 and page.next_offset is None and page.cut_line is None
         states.record_read(path, st, complete=complete, fmt=fmt, fd=opened.fd)
@@ -172,13 +173,13 @@ class Read(Tool):
         shown_total = total + 1 if final_break and total is not None else total
         if page.rows == 0:
             if final_break and offset == (total or 0) + 1:
-                return ToolResult(format_row(str(offset), ""),
+                return ToolResult(row(str(offset), "") + ctx.texts.get("Read.after_text", ""),
                                   data=_data(rel, fmt, 1, offset, shown_total, False, None, None))
             text = ctx.texts("Read.short", offset=offset, lines=shown_total)
             return ToolResult(text, data=_data(rel, fmt, 0, offset, total, False, None, None))
         text = page.text
         if final_break and page.end_line - page.start_line + 1 < limit:
-            text += "\n" + format_row(str(page.end_line + 1), "")
+            text += "\n" + row(str(page.end_line + 1), "")
         if page.next_offset is not None and page.stopped_by != "limit":  # the caller's limit: it knows
             of_total = f" of {total}" if total is not None else ""
             why = (
@@ -200,6 +201,7 @@ class Read(Tool):
             )
         if notes:
             text += "\n\n" + "\n".join(notes)
+        text += ctx.texts.get("Read.after_text", "")
         return ToolResult(
             text,
             data=_data(rel, fmt, page.end_line - page.start_line + 1, page.start_line, total,

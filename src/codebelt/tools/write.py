@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from ..files.atomic import ABSENT, AtomicWriteError, FileChanged, write_atomic
 from ..files.beneath import NotRegularFile, SymlinkInPath
 from ..files.codec import SNIFF_BYTES, UTF8, BinaryFile, TextFormat, apply_eol, sniff
+from ..files.lines import row_format
 from ..files.state import MODIFIED, NOT_READ
 from ..permissions.requests import PathRequest
 from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
@@ -139,7 +140,11 @@ class Write(Tool):
         lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
         # As Claude Code: replacing an empty file is creating it
         key = "Write.updated" if st is not None and st.st_size > 0 else "Write.created"
-        text = ctx.texts(key, path=params.file_path) + ctx.texts("common.state_current") + note
+        shown = ""
+        if "{snippet}" in (ctx.texts.template(key) or "") and content:  # older releases showed the file
+            row = row_format(ctx.texts.template("Read.row"))
+            shown = "\n".join(row(str(n), line.removesuffix("\r")) for n, line in enumerate(content.split("\n"), 1))
+        text = ctx.texts(key, path=params.file_path, snippet=shown) + ctx.texts("common.state_current") + note
         return _diagnostics.attach(ToolResult(
             text,
             data={"type": "update" if st is not None else "create", "filePath": rel, "lines": lines,

@@ -35,7 +35,9 @@ from .quota import OutputQuota
 
 # (argv, cwd, env) → (argv, env, preexec_fn[, cleanup[, pass_fds]]): how the sandbox wraps a
 # command; the optional cleanup runs once bash has exited (the read-only jail removes its scratch
-# directory), and pass_fds are descriptors the child inherits (the network proxy's channel).
+# directory), and pass_fds are descriptors the child inherits (the network proxy's channel). The
+# tuple's optional `launch({fd in the command: fd here})` starts the command in the session's
+# resident jail instead of spawning argv, returning a Popen-like process, or None when it cannot.
 Wrap = Callable[[list[str], Path, dict], tuple]
 
 # bash -c takes the script as one argv string; Linux caps one string at 128 KiB
@@ -221,26 +223,33 @@ class ShellProcess:
             argv = [*self.shell, "-c", script]
         else:
             argv = [bash, "-c", script]
-        env, preexec, inherited = self.env, None, ()
+        env, preexec, inherited, launch = self.env, None, (), None
         original = argv
         if self.wrap is not None:
             wrapped = self.wrap(argv, self.cwd, env)
             argv, env, preexec = wrapped[:3]
             self._cleanup = wrapped[3] if len(wrapped) > 3 else None
             inherited = tuple(wrapped[4]) if len(wrapped) > 4 else ()
+            launch = getattr(wrapped, "launch", None) if not inherited else None
         stdio = self.stdio
+        spool_fd = -1
         if stdio is not None:
+            # a terminal or pipes of our own: the one-shot jail's arguments, not the resident's
+            # launch (which takes only the spool for the command's output)
+            launch = None
             argv = stdio.argv(list(argv), original)
             preexec = _chain(stdio.preexec(argv != original), preexec)
             stdin, stdout, stderr = stdio.child_fds(self.spool_path)
         else:
             self._spool_fd = os.open(self.spool_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o600)
-            stdin, stdout, stderr = subprocess.DEVNULL, self._spool_fd, subprocess.STDOUT
+            spool_fd = self._spool_fd
+            stdin, stdout, stderr = subprocess.DEVNULL, spool_fd, subprocess.STDOUT
         try:
             self.started_at = self.last_used = time.monotonic()
             # From a thread that outlives the command (procs.spawn): a sandbox that dies with
             # its parent would otherwise die with whichever worker thread started it.
-            self.proc = procs.spawn(lambda: subprocess.Popen(
+            fds = {1: spool_fd, 2: spool_fd, **({cwd_w: cwd_w} if cwd_w >= 0 else {})}
+            self.proc = procs.spawn(lambda: (launch and launch(fds)) or subprocess.Popen(
                 argv,
                 cwd=self.cwd,
                 env=env,
@@ -273,7 +282,10 @@ class ShellProcess:
             os.close(cwd_w)
         self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         try:
-            self._pidfd = os.pidfd_open(self.proc.pid)
+            # a command the resident jail started is not our child: its own descriptor says
+            # when it ended
+            exit_fd = getattr(self.proc, "exit_fd", None)
+            self._pidfd = os.dup(exit_fd) if exit_fd is not None else os.pidfd_open(self.proc.pid)
         except (AttributeError, OSError):
             self._pidfd = -1
         if watch:

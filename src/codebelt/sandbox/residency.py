@@ -1,0 +1,254 @@
+"""codebelt's side of the resident jail (resident.py): start it once, hand it commands, and give
+the runner a process object for each that behaves like `subprocess.Popen` where the runner uses
+one (`pid`, `poll`, `wait`, `returncode`, `send_signal`), plus `exit_fd`, a descriptor that
+becomes readable when something about the command changed (it replaces a pidfd: the command is
+not codebelt's child, so its status comes from the resident).
+
+`pid` is the host pid of the command's init (pid 1 of its namespace), the leader of its process
+group: `killpg(pid, …)` reaches the command, and its init passes the signal on to everything in
+the namespace; when the init ends, the kernel ends the rest.
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from functools import cache
+from pathlib import Path
+from typing import Callable
+
+START_TIMEOUT = 10.0  # the resident's start, and each command's start inside it
+MAX_REQUEST = 1 << 20  # larger requests (a huge environment or mask list) use a one-shot jail
+
+
+@cache
+def resident_source() -> str:
+    return (Path(__file__).parent / "resident.py").read_text()
+
+
+class ResidentUnavailable(OSError):
+    """The resident jail cannot take this command (not started, gone, request too large)."""
+
+
+class ResidentJail:
+    """One resident jail: `argv` starts it (bwrap … -- python -I -S -c SOURCE), given the child
+    end of the control socket as its last argument; `preexec` runs in bwrap's child (limits,
+    cgroups, the seccomp filter — inherited by every command)."""
+
+    def __init__(self, argv: list[str], env: dict, preexec: Callable[[], None] | None, cwd: Path):
+        self._lock = threading.Lock()
+        self.view: tuple = ()  # what it was built for (the caller's key)
+        self.stamps: tuple = ()
+        self.masked_at_start: frozenset[str] = frozenset()
+        self._ctl, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._ctl.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, MAX_REQUEST * 2)
+        self._proc: subprocess.Popen | None = None
+        self._error = ""
+        self._gone = threading.Event()
+        started = threading.Event()
+        fd = child.fileno()
+
+        def run() -> None:
+            # This thread lives as long as the resident: bwrap's --die-with-parent fires when the
+            # thread that started it ends.
+            try:
+                self._proc = subprocess.Popen(
+                    [*argv, str(fd)], cwd=cwd, env=env, preexec_fn=preexec, pass_fds=(fd,),
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                    start_new_session=True)
+            except OSError as e:
+                self._error = str(e)
+                self._gone.set()
+                return
+            finally:
+                child.close()
+                started.set()
+            _, err = self._proc.communicate()
+            self._error = err.decode(errors="replace").strip()[-300:] or f"exit status {self._proc.returncode}"
+            self._gone.set()
+
+        self._thread = threading.Thread(target=run, name="codebelt-resident-jail", daemon=True)
+        self._thread.start()
+        started.wait()
+        ready, _, _ = select.select([self._ctl], [], [], START_TIMEOUT)
+        reply = b""
+        if ready:
+            try:
+                reply = self._ctl.recv(64)
+            except OSError:
+                pass
+        if reply != b"ready":
+            self.close()
+            self._gone.wait(2.0)
+            raise ResidentUnavailable(f"the resident jail did not start ({self._error or 'no answer'})")
+
+    @property
+    def alive(self) -> bool:
+        return not self._gone.is_set()
+
+    def launch(self, request: dict, fds: dict[int, int]) -> "JailedProcess":
+        """Start a command: `request` (argv, env, cwd, scratch, masks, abi, writable) and `fds`
+        (descriptor number in the command -> descriptor here). Returns once the command runs.
+        ResidentUnavailable: the resident cannot take it (the caller starts a one-shot jail);
+        OSError: the command could not be started in it (said on its stderr too)."""
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        mine.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+        try:
+            payload = json.dumps({**request, "fds": list(fds)}).encode()
+            if len(payload) > MAX_REQUEST:
+                raise ResidentUnavailable("request too large")
+            attached = array.array("i", [theirs.fileno(), *fds.values()])
+            with self._lock:
+                if not self.alive:
+                    raise ResidentUnavailable(f"the resident jail is gone ({self._error})")
+                try:
+                    self._ctl.sendmsg([payload], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, attached)])
+                except OSError as e:
+                    raise ResidentUnavailable(f"the resident jail does not answer ({e})") from None
+            theirs.close()
+            return JailedProcess.started(request["argv"], mine)
+        except BaseException:
+            mine.close()
+            theirs.close()
+            raise
+
+    def close(self) -> None:
+        """End the resident and everything still running in it."""
+        try:
+            self._ctl.close()  # its end of the channel: it exits
+        except OSError:
+            pass
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            try:
+                proc.kill()  # bwrap: its pid namespace, and every command's below it, ends
+            except OSError:
+                pass
+        self._gone.wait(5.0)
+
+
+class JailedProcess:
+    """A command started by the resident jail, seen from codebelt."""
+
+    def __init__(self, args: list[str], sock: socket.socket, pidfd: int, pid: int):
+        self.args = args
+        self.pid = pid
+        self.returncode: int | None = None
+        self._sock = sock
+        self._pidfd = pidfd
+        self._status: int | None = None
+        self._lock = threading.Lock()
+        self.exit_fd = sock.fileno()
+
+    @classmethod
+    def started(cls, args: list[str], sock: socket.socket) -> "JailedProcess":
+        """Wait for the command's init to say it runs (its pidfd attached)."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([sock], [], [], left)[0]:
+                raise OSError("the jailed command did not start in time")
+            msg, anc, _flags, _ = sock.recvmsg(512, socket.CMSG_SPACE(4) + socket.CMSG_SPACE(12))
+            fds = [int.from_bytes(data[i:i + 4], sys.byteorder)
+                   for level, kind, data in anc if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS
+                   for i in range(0, len(data) - len(data) % 4, 4)]
+            creds = [struct.unpack("3i", data[:12])[0] for level, kind, data in anc
+                     if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(data) >= 12]
+            if msg in (b"pid", b"pid+cred") and fds:
+                pidfd = fds[0]
+                for fd in fds[1:]:
+                    os.close(fd)
+                os.set_inheritable(pidfd, False)
+                sock.setblocking(False)
+                # the resident's own credentials come with any message it did not give its own
+                pid = creds[0] if msg == b"pid+cred" and creds and creds[0] > 0 else _pid_of(pidfd)
+                return cls(args, sock, pidfd, pid)
+            for fd in fds:
+                os.close(fd)
+            if msg.startswith(b"err "):
+                raise OSError(msg[4:].decode(errors="replace"))
+            if not msg or msg.startswith(b"done "):
+                raise OSError("the jailed command ended before it started")
+
+    def _drain(self, timeout: float | None) -> None:
+        """Read what the resident and the init said; wait up to `timeout` for more while the
+        command runs (never holding the lock while waiting: a signal may be on its way)."""
+        while True:
+            with self._lock:
+                if self.returncode is not None:
+                    return
+                try:
+                    msg = self._sock.recv(64)
+                except BlockingIOError:
+                    msg = None
+                except OSError:
+                    msg = b""
+                if msg is not None:
+                    self._take(msg)
+                    continue
+                fd = self._sock.fileno()
+            if timeout == 0:
+                return
+            try:
+                if not select.select([fd], [], [], timeout)[0]:
+                    return
+            except (OSError, ValueError):
+                continue  # closed meanwhile by another reader: the outcome is known
+
+    def _take(self, msg: bytes) -> None:
+        if msg.startswith(b"status "):
+            self._status = int(msg[7:])
+        elif msg.startswith(b"done ") or not msg:
+            raw = self._status if self._status is not None else (int(msg[5:]) if msg else None)
+            # no word from the init at all: it was killed, and the command with it
+            self.returncode = os.waitstatus_to_exitcode(raw) if raw is not None else -signal.SIGKILL
+            os.close(self._pidfd)
+            self._sock.close()
+
+    def poll(self) -> int | None:
+        self._drain(0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.returncode is None:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired(self.args, timeout or 0)
+            self._drain(left)
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        """Signal the command's init, which passes it on to its whole namespace."""
+        with self._lock:
+            if self.returncode is None:
+                try:
+                    signal.pidfd_send_signal(self._pidfd, sig)
+                except ProcessLookupError:
+                    pass
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+def _pid_of(pidfd: int) -> int:
+    """The pid, in codebelt's namespace, of the process a pidfd refers to."""
+    with open(f"/proc/self/fdinfo/{pidfd}") as f:
+        for line in f:
+            if line.startswith("Pid:"):
+                pid = int(line.split()[1])
+                if pid > 0:
+                    return pid
+    raise OSError("the jailed command ended before it started")

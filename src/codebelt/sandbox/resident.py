@@ -1,0 +1,349 @@
+"""The resident jail: one process per session inside a bwrap jail that starts each jailed command.
+
+Why: building a bwrap jail per command (namespaces, some thirty mounts, a network namespace, then
+an interpreter for the Landlock layer) costs tens of milliseconds; a clone from a process that is
+already inside one costs about one. Built once: the namespaces (network, IPC, UTS, cgroup), the
+read-only view and the seccomp filter (inherited from the bwrap it runs in). Every command still
+gets of its own, built when it starts (`run_command`):
+
+- a pid namespace of which it is pid 1: when it ends, the kernel ends everything it left, and it
+  sees no other process (its own /proc);
+- a mount namespace copied from the resident's (private: nothing mounted in one is seen
+  elsewhere), with a fresh tmpfs as its scratch directory and the masks it was given (the
+  session's Read deny paths, and /etc's secrets that appeared since the resident started) as they
+  are at that moment;
+- its own process group, no capability, no_new_privs, and a Landlock layer that refuses every
+  write but to its scratch and /dev/null, /dev/zero, /dev/full (and its own stdout/stderr when
+  they are files): no FIFO, socket or /proc/sys file is writable.
+
+Channel: the resident reads requests from one end of a SOCK_SEQPACKET socket pair whose other end
+only codebelt holds; no path, no name, and no command keeps it (each closes every descriptor but
+its own 0, 1, 2 and the ones it was given). A request is JSON (argv, env, cwd, scratch, masks,
+the Landlock layer's ABI and writable paths, the descriptor number each attached descriptor
+gets) with descriptors attached: first a status socket for that command — the resident sends
+"pid+cred" with a pidfd and the pid as credentials once it is cloned, and "done RAW" with its
+wait status when it is reaped, then closes it — then the descriptors to install. When codebelt
+closes its end the resident exits, and bwrap's pid namespace ends whatever is left.
+
+Runs as `python -I -S -c <this source> CONTROL_FD` with codebelt's interpreter, standard library
+only (codebelt's package need not be visible in the jail).
+"""
+
+import ctypes
+import fcntl
+import json
+import os
+import select
+import signal
+import socket
+import stat
+import struct
+import sys
+
+CLONE_NEWNS, CLONE_NEWPID = 0x00020000, 0x20000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT = 38, 24, 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+MAX_REQUEST = 4 << 20
+MAX_FDS = 8
+# /proc entries that a fresh procfs would make writable again (bwrap binds them read-only too)
+PROC_READONLY = ("sys", "sysrq-trigger", "irq", "bus")
+
+SYS_CLONE = {"x86_64": 56, "aarch64": 220}.get(os.uname().machine, 56)
+
+libc = ctypes.CDLL(None, use_errno=True)
+pylibc = ctypes.PyDLL(None, use_errno=True)
+pylibc.syscall.restype = ctypes.c_long
+libc.syscall.restype = ctypes.c_long
+libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+
+
+class LandlockAttr(ctypes.Structure):
+    _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+
+class PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed", ctypes.c_uint64), ("fd", ctypes.c_int32)]
+
+
+class CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _check(result, what):
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def mount(source, target, fstype, flags, data=None):
+    enc = lambda s: s.encode("utf-8", "surrogateescape") if s is not None else None  # noqa: E731
+    _check(libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
+
+
+def bind_readonly(source, target):
+    """A read-only bind keeping the source mount's other flags (nodev on /dev/null's would make
+    the mask unreadable instead of empty; a flag dropped would be refused in a user namespace).
+    Not recursive: a mount below the source (a pinned directory) would stay writable."""
+    mount(source, target, None, MS_BIND)
+    kept = os.statvfs(target).f_flag & (MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | kept)
+
+
+def mask(path):
+    """Cover `path` in this mount namespace: a file with an empty one, a directory with an empty
+    read-only tmpfs. A link is resolved at its target, which is masked (or not visible) itself."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return  # not in the jail's view
+    if stat.S_ISLNK(st.st_mode):
+        return
+    if stat.S_ISDIR(st.st_mode):
+        mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=0555")
+    else:
+        bind_readonly("/dev/null", path)
+
+
+def protect(path, kind):
+    """The write sandbox's protected paths, as bwrap's --bind-try / --ro-bind-try: "pin" binds a
+    directory onto itself (it can then not be renamed or replaced), "ro" re-binds it read-only.
+    A path gone since codebelt listed it is skipped."""
+    try:
+        if kind == "pin":
+            mount(path, path, None, MS_BIND)
+        else:
+            bind_readonly(path, path)
+    except FileNotFoundError:
+        pass
+
+
+def restrict_writes(abi, paths):
+    """A Landlock layer handling every write right, granting only `paths` (and fds 1 and 2 when
+    they are regular files), then restricting this process."""
+    write = 0x2 | (0x1FF << 4)  # write file; remove dir/file; make char/dir/reg/sock/fifo/block/sym
+    if abi >= 2:
+        write |= 1 << 13  # refer
+    if abi >= 3:
+        write |= 1 << 14  # truncate
+    file_rights = 0x2 | (1 << 14 if abi >= 3 else 0)
+    attr = LandlockAttr(write, 0, 0)
+    ruleset = libc.syscall(444, ctypes.byref(attr), ctypes.c_size_t(8), ctypes.c_uint32(0))
+    if ruleset < 0:
+        raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
+    targets = [(p, True) for p in paths] + [(f"/proc/self/fd/{n}", False) for n in (1, 2)]
+    for path, must in targets:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            if must:
+                raise
+            continue
+        mode = os.fstat(fd).st_mode
+        if not must and not stat.S_ISREG(mode):
+            os.close(fd)
+            continue  # a pipe is not on a path Landlock checks; a terminal or device is refused
+        rule = PathBeneath((write if stat.S_ISDIR(mode) else file_rights) & write, fd)
+        if libc.syscall(445, ctypes.c_int(ruleset), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0)) != 0:
+            raise OSError(ctypes.get_errno(), f"landlock_add_rule({path})")
+        os.close(fd)
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+    if libc.syscall(446, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
+        raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+    os.close(ruleset)
+
+
+def drop_capabilities():
+    """No capability for the command or anything it executes, uid 0 included: bounding set,
+    ambient set, and the effective, permitted and inheritable sets all emptied."""
+    for cap in range(64):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:
+            break  # EINVAL: past the last capability this kernel knows
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header, data = CapHeader(0x20080522, 0), (CapData * 2)()
+    _check(libc.capset(ctypes.byref(header), data), "capset")
+
+
+def clone_into_namespaces():
+    """fork() into a new pid and mount namespace: the child is pid 1 of its namespace and a
+    child of the resident. A raw clone (os.fork cannot take flags; unshare(CLONE_NEWPID) works
+    once per process). Called with the interpreter's lock held (PyDLL) in a single-threaded
+    process, so the child goes on like a forked one."""
+    return pylibc.syscall(ctypes.c_long(SYS_CLONE), ctypes.c_ulong(CLONE_NEWPID | CLONE_NEWNS | signal.SIGCHLD),
+                          ctypes.c_void_p(0), ctypes.c_void_p(0), ctypes.c_void_p(0), ctypes.c_ulong(0))
+
+
+def run_command(req, fds, status):
+    """The command: pid 1 of its own pid namespace (when it ends, the kernel ends everything in
+    the namespace) and alone in its own mount namespace. Builds its view, drops what it may do,
+    and execs. Never returns."""
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP,
+                signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)  # Python ignores SIGPIPE and SIGXFSZ; exec keeps an ignore
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    above = max([2, *req["fds"]]) + 1
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, above) for fd in fds]  # no dup2 below clobbers a source
+    for target, fd in zip(req["fds"], high):
+        os.dup2(fd, target)  # from here on, what goes wrong is said on the command's stderr
+    try:
+        # its own process group, which codebelt signals; the session is the resident's, which has
+        # no terminal (bwrap --new-session), and a new one would cost a scheduler autogroup
+        os.setpgid(0, 0)
+        for path in req["tmpfs"]:
+            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700" if path != "/dev/shm" else "mode=1777")
+        for path in req["masks"]:
+            mask(path)
+        for path, kind in req.get("binds", ()):
+            protect(path, kind)
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        for name in PROC_READONLY:
+            if os.path.exists(f"/proc/{name}"):
+                bind_readonly(f"/proc/{name}", f"/proc/{name}")
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        status.close()
+        status = None
+        keep = sorted({0, *req["fds"]})
+        start = 3
+        for n in keep:
+            if n >= start:
+                os.closerange(start, n)
+                start = n + 1
+        os.closerange(start, 1 << 20)  # the control socket, every other command's status socket
+        os.chdir(req["cwd"])
+        drop_capabilities()
+        _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")  # as bwrap does
+        if req["abi"]:
+            restrict_writes(req["abi"], req["writable"])
+    except BaseException as e:  # noqa: BLE001 - whatever failed, the command must not start
+        _fail(e, status)
+    argv, env = req["argv"], req["env"]
+    try:
+        os.execve(argv[0], argv, env)
+    except OSError as e:  # as a shell says it
+        os.write(2, f"{argv[0]}: {e.strerror}\n".encode("utf-8", "surrogateescape"))
+        os._exit(127)
+
+
+def _fail(e, status=None):
+    """Say why on the command's stderr (and to codebelt) and end."""
+    text = f"codebelt jail: the command could not be started in the jail ({e}); it did not run"
+    try:
+        os.write(2, (text + "\n").encode("utf-8", "surrogateescape"))
+        if status is not None:
+            status.send(b"err " + text.encode("utf-8", "surrogateescape")[:400])
+    finally:
+        os._exit(126)
+
+
+def serve(control):
+    # every command's mount namespace is a copy of this one: private, so that nothing mounted in
+    # one propagates anywhere
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    pending = {}  # pid of a command -> (its status socket, its mount namespace)
+    control.send(b"ready")
+    while True:
+        try:
+            ready = select.select([control, wake_r], [], [])[0]
+        except InterruptedError:
+            continue
+        if wake_r in ready:
+            try:
+                os.read(wake_r, 4096)
+            except BlockingIOError:
+                pass
+            while pending:
+                try:
+                    pid, raw = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                entry = pending.pop(pid, None)
+                if entry is not None:
+                    sock, ns = entry
+                    try:
+                        sock.send(b"done %d" % raw)
+                    except OSError:
+                        pass
+                    sock.close()
+                    if ns >= 0:
+                        os.close(ns)
+        if control in ready:
+            msg, anc, _flags, _ = control.recvmsg(MAX_REQUEST, socket.CMSG_SPACE(4 * MAX_FDS))
+            if not msg:
+                os._exit(0)  # codebelt closed its end: the session is over
+            fds = []
+            for level, kind, data in anc:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    usable = len(data) - len(data) % 4
+                    fds += [int.from_bytes(data[i:i + 4], sys.byteorder) for i in range(0, usable, 4)]
+            if not fds:
+                continue
+            status = socket.socket(fileno=fds[0])
+            fds = fds[1:]
+            try:
+                req = json.loads(msg)
+                if len(fds) != len(req["fds"]):
+                    raise ValueError("descriptors do not match the request")
+            except (ValueError, KeyError, TypeError) as e:
+                status.send(b"err " + str(e).encode()[:200])
+                status.close()
+                for fd in fds:
+                    os.close(fd)
+                continue
+            pid = clone_into_namespaces()
+            if pid == 0:
+                try:
+                    signal.set_wakeup_fd(-1)
+                    run_command(req, fds, status)
+                except BaseException as e:  # noqa: BLE001
+                    _fail(e, status)
+            for fd in fds:
+                os.close(fd)
+            if pid < 0:
+                status.send(b"err cannot make the command's namespaces: " + os.strerror(ctypes.get_errno()).encode())
+                status.close()
+                continue
+            try:
+                os.setpgid(pid, pid)  # as the child does: its group exists before codebelt hears of it
+            except OSError:
+                pass  # it already did, or it already ended
+            # held until the command is reaped: the last reference to a mount namespace, dropped
+            # by an exiting process, makes its exit wait for an RCU grace period (milliseconds on
+            # a busy machine); dropped here, after the command's status went out, it costs none
+            try:
+                ns = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                ns = -1
+            pending[pid] = (status, ns)
+            pidfd = os.pidfd_open(pid)
+            rights = (socket.SOL_SOCKET, socket.SCM_RIGHTS, pidfd.to_bytes(4, sys.byteorder))
+            # its pid as credentials: the kernel gives it to codebelt in codebelt's pid namespace,
+            # even when the command has ended by the time codebelt reads it (a pidfd then says -1)
+            creds = (socket.SOL_SOCKET, socket.SCM_CREDENTIALS, struct.pack("3i", pid, os.getuid(), os.getgid()))
+            try:
+                try:
+                    status.sendmsg([b"pid+cred"], [rights, creds])
+                except PermissionError:
+                    status.sendmsg([b"pid"], [rights])
+            except OSError:
+                pass  # codebelt gave up on it; it ends and is reaped like any other
+            os.close(pidfd)
+
+
+if __name__ == "__main__":
+    try:
+        serve(socket.socket(fileno=int(sys.argv[1])))
+    except BaseException as e:  # noqa: BLE001
+        sys.stderr.write(f"codebelt resident jail: {e}\n")
+        os._exit(1)
