@@ -101,7 +101,7 @@ class ExecCommand(Tool):
     starts_programs = True  # confined as the tool it is decided as
 
     @classmethod
-    def input_schema(cls) -> dict[str, Any]:
+    def input_schema(cls, texts: object = None) -> dict[str, Any]:  # recorded from Codex, whole
         return SCHEMA
 
     def input_error(self, raw: dict[str, Any], error: ValidationError) -> str:

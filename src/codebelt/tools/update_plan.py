@@ -53,7 +53,7 @@ class UpdatePlan(Tool):
     profile: ClassVar[str] = "codex"
 
     @classmethod
-    def input_schema(cls) -> dict[str, Any]:
+    def input_schema(cls, texts: object = None) -> dict[str, Any]:  # recorded from Codex, whole
         return SCHEMA
 
     def input_error(self, raw: dict[str, Any], error: ValidationError) -> str:

@@ -43,7 +43,7 @@ class ViewImage(Tool):
     rules_as = "Read"
 
     @classmethod
-    def input_schema(cls) -> dict[str, Any]:
+    def input_schema(cls, texts: object = None) -> dict[str, Any]:  # recorded from Codex, whole
         return SCHEMA
 
     def hook_view(self, raw: dict[str, Any]) -> tuple[str, dict[str, Any], tuple[str, ...]]:

@@ -233,10 +233,13 @@ class ShellProcess:
             launch = getattr(wrapped, "launch", None) if not inherited else None
         stdio = self.stdio
         spool_fd = -1
-        if stdio is not None:
-            # a terminal or pipes of our own: the one-shot jail's arguments, not the resident's
-            # launch (which takes only the spool for the command's output)
+        if stdio is not None or self.shell:
+            # A terminal or pipes of our own, or a Codex session (interrupted by writing Ctrl-C):
+            # the one-shot jail's arguments. The resident's launch takes only the spool for the
+            # output, and starts the command as its namespace's pid 1, which an interrupt
+            # without a handler does not reach.
             launch = None
+        if stdio is not None:
             argv = stdio.argv(list(argv), original)
             preexec = _chain(stdio.preexec(argv != original), preexec)
             stdin, stdout, stderr = stdio.child_fds(self.spool_path)
