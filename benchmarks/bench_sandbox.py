@@ -144,7 +144,7 @@ def main() -> int:
         sandboxes, skipped = [], []
         for backend in ("landlock", "bwrap"):
             t0 = time.perf_counter()
-            sb = Sandbox(config=SandboxConfig((ws,), tmp, mode=backend, name="codebelt-bench"))
+            sb = Sandbox(config=SandboxConfig((ws,), tmp, mode=backend))
             probe_ms = (time.perf_counter() - t0) * 1000
             sandboxes.append(sb)
             if sb.status.active:
@@ -161,7 +161,7 @@ def main() -> int:
                 variants[f"helper-{backend}"] = sb.helper(RG_LIKE)
                 if backend == "bwrap" and sb._stage_abi:
                     # the jail as it was before the Landlock layer, to show what the layer costs
-                    bare = Sandbox(config=SandboxConfig((ws,), tmp, mode=backend, name="codebelt-bench"))
+                    bare = Sandbox(config=SandboxConfig((ws,), tmp, mode=backend))
                     bare._stage_abi = 0
                     sandboxes.append(bare)
                     variants["jail-bwrap-no-layer"] = bare.jail_wrapper()

@@ -241,3 +241,21 @@ def test_a_lockless_group_of_a_live_older_release_survives_a_sweep(controller):
         assert group.is_dir(), "the live owner's group was removed because it held no lock"
     finally:
         group.rmdir()
+
+
+def test_two_sandboxes_of_one_process_each_get_their_own_cgroup(ws, tmpd):
+    """A sandbox made without a name gets a name of its own: a second one alive at the same time
+    in the same process is capped too (a shared default name left it without a cgroup)."""
+    parent, why = limits.find_pids_parent()
+    if parent is None:
+        pytest.skip(f"no writable pids cgroup here: {why}")
+    first = SandboxConfig((ws.resolve(),), tmpd.resolve(), mode="landlock")
+    second = SandboxConfig((ws.resolve(),), tmpd.resolve(), mode="landlock")
+    assert first.name != second.name
+    caps = [limits.ProcessCap(Limits(processes=64), c.name) for c in (first, second)]
+    try:
+        assert all(c.cgroup is not None for c in caps), [c.reason for c in caps]
+        assert caps[0].cgroup != caps[1].cgroup
+    finally:
+        for c in caps:
+            c.close()

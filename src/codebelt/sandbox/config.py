@@ -63,6 +63,12 @@ class Limits:
         return cls(processes, file_size_mb, bool(raw.get("coreDumps", cls.core_dumps)), memory_mb)
 
 
+def default_name() -> str:
+    import uuid
+
+    return f"codebelt-{uuid.uuid4().hex[:8]}"
+
+
 @dataclass(frozen=True)
 class SandboxConfig:
     """Everything a backend needs. Paths are absolute and resolved."""
@@ -75,7 +81,9 @@ class SandboxConfig:
     # (only bwrap's network namespace can hold them to it; under Landlock the network stays off)
     domains: bool = False
     limits: Limits = field(default_factory=Limits)
-    name: str = "codebelt"  # used to name the session's cgroup
+    # names the session's cgroups: unique unless given (a cgroup is owned by one sandbox; two
+    # sandboxes of one process sharing a default name would leave the second without caps)
+    name: str = field(default_factory=lambda: default_name())
     allow_unix_sockets: bool = False  # with the network off, Unix sockets may still be created
     jail: bool = True  # run commands judged read-only in the read-only jail (whatever the mode)
 
@@ -92,7 +100,7 @@ class SandboxConfig:
 
     @classmethod
     def from_settings(cls, sandbox: Any, roots: tuple[Path, ...] | list[Path], temp_dir: Path | None,
-                      name: str = "codebelt") -> "SandboxConfig":
+                      name: str | None = None) -> "SandboxConfig":
         """From the `sandbox` settings section (`settings.schema.SandboxSettings`)."""
         lim = sandbox.limits
         return cls(
@@ -102,7 +110,7 @@ class SandboxConfig:
             network=sandbox.network is True,
             domains=not isinstance(sandbox.network, bool),
             limits=Limits(lim.processes, lim.file_size_mb, lim.core_dumps, lim.memory_mb),
-            name=name,
+            name=name or default_name(),
             allow_unix_sockets=sandbox.allow_unix_sockets,
             jail=sandbox.jail,
         )
