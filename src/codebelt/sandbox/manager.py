@@ -28,7 +28,6 @@ import sys
 import tempfile
 import threading
 from dataclasses import asdict, dataclass
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -74,9 +73,10 @@ class Wrapped(tuple):
         return self
 
 
-@cache
 def _stage_source() -> str:
-    return (Path(__file__).parent / "stage.py").read_text()
+    from .write_layer import with_write_layer
+
+    return with_write_layer("stage.py")
 
 
 def _mtime(path: Path) -> int:

@@ -22,7 +22,6 @@ import subprocess
 import sys
 import threading
 import time
-from functools import cache
 from pathlib import Path
 from typing import Callable
 
@@ -30,9 +29,10 @@ START_TIMEOUT = 10.0  # the resident's start, and each command's start inside it
 MAX_REQUEST = 1 << 20  # larger requests (a huge environment or mask list) use a one-shot jail
 
 
-@cache
 def resident_source() -> str:
-    return (Path(__file__).parent / "resident.py").read_text()
+    from .write_layer import with_write_layer
+
+    return with_write_layer("resident.py")
 
 
 class ResidentUnavailable(OSError):

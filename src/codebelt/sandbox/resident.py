@@ -25,8 +25,9 @@ gets) with descriptors attached: first a status socket for that command — the 
 wait status when it is reaped, then closes it — then the descriptors to install. When codebelt
 closes its end the resident exits, and bwrap's pid namespace ends whatever is left.
 
-Runs as `python -I -S -c <this source> CONTROL_FD` with codebelt's interpreter, standard library
-only (codebelt's package need not be visible in the jail).
+Runs as `python -I -S -c <write_layer.py + this source> CONTROL_FD` with codebelt's interpreter,
+standard library only (codebelt's package need not be visible in the jail); `restrict_writes`
+comes from write_layer.py, shared with the one-shot stage.
 """
 
 import ctypes
@@ -57,15 +58,6 @@ pylibc = ctypes.PyDLL(None, use_errno=True)
 pylibc.syscall.restype = ctypes.c_long
 libc.syscall.restype = ctypes.c_long
 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
-
-
-class LandlockAttr(ctypes.Structure):
-    _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
-
-
-class PathBeneath(ctypes.Structure):
-    _pack_ = 1
-    _fields_ = [("allowed", ctypes.c_uint64), ("fd", ctypes.c_int32)]
 
 
 class CapHeader(ctypes.Structure):
@@ -122,41 +114,6 @@ def protect(path, kind):
             bind_readonly(path, path)
     except FileNotFoundError:
         pass
-
-
-def restrict_writes(abi, paths):
-    """A Landlock layer handling every write right, granting only `paths` (and fds 1 and 2 when
-    they are regular files), then restricting this process."""
-    write = 0x2 | (0x1FF << 4)  # write file; remove dir/file; make char/dir/reg/sock/fifo/block/sym
-    if abi >= 2:
-        write |= 1 << 13  # refer
-    if abi >= 3:
-        write |= 1 << 14  # truncate
-    file_rights = 0x2 | (1 << 14 if abi >= 3 else 0)
-    attr = LandlockAttr(write, 0, 0)
-    ruleset = libc.syscall(444, ctypes.byref(attr), ctypes.c_size_t(8), ctypes.c_uint32(0))
-    if ruleset < 0:
-        raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
-    targets = [(p, True) for p in paths] + [(f"/proc/self/fd/{n}", False) for n in (1, 2)]
-    for path, must in targets:
-        try:
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-        except OSError:
-            if must:
-                raise
-            continue
-        mode = os.fstat(fd).st_mode
-        if not must and not stat.S_ISREG(mode):
-            os.close(fd)
-            continue  # a pipe is not on a path Landlock checks; a terminal or device is refused
-        rule = PathBeneath((write if stat.S_ISDIR(mode) else file_rights) & write, fd)
-        if libc.syscall(445, ctypes.c_int(ruleset), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0)) != 0:
-            raise OSError(ctypes.get_errno(), f"landlock_add_rule({path})")
-        os.close(fd)
-    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
-    if libc.syscall(446, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
-        raise OSError(ctypes.get_errno(), "landlock_restrict_self")
-    os.close(ruleset)
 
 
 def drop_capabilities():
