@@ -16,7 +16,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import ConfigDict, ValidationError
 
@@ -26,7 +26,7 @@ from ..shell.execution.spool import read_range
 from ..shell.execution.tasks import Task, TaskManager
 from ..texts import Texts
 from ..texts import load as load_texts
-from ..tool import ToolContext, ToolError, ToolInput
+from ..tool import Tool, ToolContext, ToolError, ToolInput
 from ._services import task_manager
 
 # What Codex sets for every command it runs, so none colours, pages or asks for a terminal type.
@@ -50,6 +50,21 @@ class CodexInput(ToolInput):
 
 
 # -- bad input, as Codex's argument parser words it ------------------------------------------------
+class CodexTool(Tool):
+    """A tool of the codex profile: its input schema is Codex's own, recorded whole (`schema`),
+    and bad input is answered as Codex words it."""
+
+    profile: ClassVar[str] = "codex"
+    schema: ClassVar[dict[str, Any]]
+
+    @classmethod
+    def input_schema(cls, texts: object = None) -> dict[str, Any]:
+        return cls.schema
+
+    def input_error(self, raw: dict[str, Any], error: ValidationError) -> str:
+        return parse_error(raw, error)
+
+
 def _json_kind(texts: Texts, value: Any) -> str:
     """serde's words for the JSON value it was given."""
     if isinstance(value, bool):

@@ -10,15 +10,15 @@ import pwd
 import shutil
 import time
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from ..permissions.requests import CommandRequest
 from ..shell.analysis.parse import parse
 from ..shell.analysis.patch_call import find_invocation
-from ..tool import Tool, ToolContext, ToolError, ToolResult
-from ._codex import (DEFAULT_MAX_OUTPUT_TOKENS, CodexInput, codex_texts, exec_sessions, finish, parse_error,
+from ..tool import ToolContext, ToolError, ToolResult
+from ._codex import (CodexTool, DEFAULT_MAX_OUTPUT_TOKENS, CodexInput, codex_texts, exec_sessions, finish,
                      start_process)
 from ._patching import patch_requests
 from ._services import shell_cwd, task_manager
@@ -87,7 +87,7 @@ def is_posix_shell(argv: list[str]) -> bool:
     return Path(argv[0]).name in ("bash", "sh", "dash", "zsh", "ksh")
 
 
-class ExecCommand(Tool):
+class ExecCommand(CodexTool):
     name = "exec_command"
     description = codex_texts().description("exec_command")
     Input = ExecCommandInput
@@ -96,16 +96,9 @@ class ExecCommand(Tool):
     open_world = True
     max_result_chars = None  # bounded by max_output_tokens, as in Codex
     search_hint = "run a shell command, interactively on a terminal when asked"
-    profile: ClassVar[str] = "codex"
+    schema = SCHEMA
     rules_as = "Bash"
     starts_programs = True  # confined as the tool it is decided as
-
-    @classmethod
-    def input_schema(cls, texts: object = None) -> dict[str, Any]:  # recorded from Codex, whole
-        return SCHEMA
-
-    def input_error(self, raw: dict[str, Any], error: ValidationError) -> str:
-        return parse_error(raw, error)
 
     def hook_view(self, raw: dict[str, Any]) -> tuple[str, dict[str, Any], tuple[str, ...]]:
         # As Codex shows its shell tools to hooks: Claude Code's Bash and {"command": …}, so a

@@ -4,12 +4,12 @@ Codex's "Plan updated"."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
-from ..tool import Tool, ToolContext, ToolResult
-from ._codex import CodexInput, codex_texts, parse_error
+from ..tool import ToolContext, ToolResult
+from ._codex import CodexTool, CodexInput, codex_texts
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -42,7 +42,7 @@ class UpdatePlanInput(CodexInput):
     plan: list[PlanStep]
 
 
-class UpdatePlan(Tool):
+class UpdatePlan(CodexTool):
     name = "update_plan"
     description = codex_texts().description("update_plan")
     Input = UpdatePlanInput
@@ -50,14 +50,7 @@ class UpdatePlan(Tool):
     concurrency_safe = True
     idempotent = True
     search_hint = "keep a step-by-step plan"
-    profile: ClassVar[str] = "codex"
-
-    @classmethod
-    def input_schema(cls, texts: object = None) -> dict[str, Any]:  # recorded from Codex, whole
-        return SCHEMA
-
-    def input_error(self, raw: dict[str, Any], error: ValidationError) -> str:
-        return parse_error(raw, error)
+    schema = SCHEMA
 
     def run(self, params: UpdatePlanInput, ctx: ToolContext) -> ToolResult:
         plan = [s.model_dump() for s in params.plan]

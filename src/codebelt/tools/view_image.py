@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import base64
 import io
-from typing import Any, ClassVar
+from typing import Any
 
-from pydantic import ValidationError
 
 from ..errors import PathError
 from ..permissions.requests import PathRequest
-from ..tool import Image, Tool, ToolContext, ToolError, ToolResult
-from ._codex import CodexInput, codex_texts, parse_error
+from ..tool import Image, ToolContext, ToolError, ToolResult
+from ._codex import CodexTool, CodexInput, codex_texts
 from ._services import shell_cwd
 
 SCHEMA: dict[str, Any] = {
@@ -31,7 +30,7 @@ class ViewImageInput(CodexInput):
     path: str
 
 
-class ViewImage(Tool):
+class ViewImage(CodexTool):
     name = "view_image"
     description = codex_texts().description("view_image")
     Input = ViewImageInput
@@ -39,12 +38,8 @@ class ViewImage(Tool):
     concurrency_safe = True
     permission_family = "read"
     search_hint = "look at an image file"
-    profile: ClassVar[str] = "codex"
+    schema = SCHEMA
     rules_as = "Read"
-
-    @classmethod
-    def input_schema(cls, texts: object = None) -> dict[str, Any]:  # recorded from Codex, whole
-        return SCHEMA
 
     def hook_view(self, raw: dict[str, Any]) -> tuple[str, dict[str, Any], tuple[str, ...]]:
         # Reading a file, as Read does: a hook written for Read finds the path in `file_path`.
@@ -53,9 +48,6 @@ class ViewImage(Tool):
     def from_hook_input(self, updated: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
         path = updated.get("file_path", updated.get("path", raw.get("path")))
         return {**raw, "path": path}
-
-    def input_error(self, raw: dict[str, Any], error: ValidationError) -> str:
-        return parse_error(raw, error)
 
     def _path(self, params: ViewImageInput, ctx: ToolContext):
         base, _ = ctx.service(shell_cwd).current(consume=False)

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import signal
 import time
-from typing import Any, ClassVar
-
-from pydantic import ValidationError
+from typing import Any
 
 from ..shell.execution import procs
-from ..tool import Tool, ToolContext, ToolError, ToolResult
-from ._codex import DEFAULT_MAX_OUTPUT_TOKENS, CodexInput, codex_texts, exec_sessions, finish, parse_error
+from ..tool import ToolContext, ToolError, ToolResult
+from ._codex import CodexTool, DEFAULT_MAX_OUTPUT_TOKENS, CodexInput, codex_texts, exec_sessions, finish
 from ._services import task_manager
 
 MIN_WRITE_YIELD_MS, MAX_WRITE_YIELD_MS, DEFAULT_WRITE_YIELD_MS = 250, 30_000, 250  # Codex clamps a write's wait
@@ -40,7 +38,7 @@ class WriteStdinInput(CodexInput):
     yield_time_ms: float | None = None
 
 
-class WriteStdin(Tool):
+class WriteStdin(CodexTool):
     name = "write_stdin"
     description = codex_texts().description("write_stdin")
     Input = WriteStdinInput
@@ -49,16 +47,9 @@ class WriteStdin(Tool):
     open_world = True
     max_result_chars = None
     search_hint = "type into a running exec_command session"
-    profile: ClassVar[str] = "codex"
+    schema = SCHEMA
     rules_as = "Bash"
     starts_programs = True  # confined as the tool it is decided as
-
-    @classmethod
-    def input_schema(cls, texts: object = None) -> dict[str, Any]:  # recorded from Codex, whole
-        return SCHEMA
-
-    def input_error(self, raw: dict[str, Any], error: ValidationError) -> str:
-        return parse_error(raw, error)
 
     def hook_view(self, raw: dict[str, Any]) -> tuple[str, dict[str, Any], tuple[str, ...]]:
         # Typing into a program as TaskInput does in Claude Code-shaped sets: a hook written for
