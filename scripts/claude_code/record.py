@@ -48,7 +48,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from npm_release import cache_dir, install  # noqa: E402
 from mock_api import PROMPT, MockMessagesAPI, Recording  # noqa: E402
 
 from tests.compat import harness  # noqa: E402
@@ -58,26 +60,6 @@ PACKAGE = "@anthropic-ai/claude-code"
 TOOLS_KEPT = ("Bash", "BashOutput", "Edit", "Glob", "Grep", "KillShell", "MultiEdit", "NotebookEdit", "Read",
               "TaskOutput", "TaskStop", "Write")
 RUN_TIMEOUT_S = int(os.environ.get("CC_RECORD_TIMEOUT", "180"))
-
-
-def default_cache() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return Path(base) / "codebelt" / "claude-code"
-
-
-def install(version: str, cache: Path) -> Path:
-    """The `claude` binary of `version`, installed into the cache on first use."""
-    prefix = cache / version
-    binary = prefix / "node_modules" / ".bin" / "claude"
-    if binary.exists():
-        return binary
-    prefix.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix), f"{PACKAGE}@{version}"],
-                   check=True)
-    got = subprocess.run([str(binary), "--version"], capture_output=True, text=True, check=True).stdout
-    if not got.startswith(version):
-        raise SystemExit(f"installed Claude Code says {got.strip()!r}, expected {version}")
-    return binary
 
 
 def _options(binary: Path) -> tuple[str, ...]:
@@ -177,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default=harness.DEFAULT_PROFILE,
                         help="the profile whose release to record (default: the current release's)")
     parser.add_argument("--version", help="Claude Code version to install and record (re-pins VERSION; default profile only)")
-    parser.add_argument("--cache", type=Path, default=default_cache(), help="where Claude Code versions are installed")
+    parser.add_argument("--cache", type=Path, default=cache_dir("claude-code"), help="where Claude Code versions are installed")
     parser.add_argument("--only", action="append", help="record only cases whose group/id matches (fnmatch)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--keep", action="store_true", help="keep each case's directory (stream-json, stderr)")
@@ -187,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.version and not release.default and args.version != release.version:
         parser.error(f"{release.profile} follows Claude Code {release.version}; another release is another profile")
     version = args.version or release.version
-    binary = install(version, args.cache)
+    binary = install(PACKAGE, version, "claude", args.cache)
     cases = harness.load_cases(release=release)
     if args.only:
         cases = [c for c in cases if any(fnmatch.fnmatch(c.id, p) for p in args.only)]

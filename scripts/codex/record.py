@@ -44,7 +44,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from npm_release import cache_dir, install  # noqa: E402
 from mock_responses import MockResponsesAPI, Recording  # noqa: E402
 
 from tests.compat import codex_harness as ch  # noqa: E402
@@ -57,25 +59,6 @@ PROMPT = "codebelt compatibility recording: run the scripted tool calls."
 # The tools codebelt's Codex profile offers: their definitions are kept in tools.json.
 TOOLS_KEPT = ("exec_command", "write_stdin", "apply_patch", "view_image", "update_plan")
 RUN_TIMEOUT_S = int(os.environ.get("CODEX_RECORD_TIMEOUT", "180"))
-
-
-def default_cache() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return Path(base) / "codebelt" / "codex"
-
-
-def install(version: str, cache: Path) -> Path:
-    """The `codex` launcher of `version`, installed into the cache on first use."""
-    prefix = cache / version
-    binary = prefix / "node_modules" / ".bin" / "codex"
-    if not binary.exists():
-        prefix.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix), f"{PACKAGE}@{version}"],
-                       check=True)
-    got = subprocess.run([str(binary), "--version"], capture_output=True, text=True, check=True).stdout
-    if version not in got:
-        raise SystemExit(f"installed Codex says {got.strip()!r}, expected {version}")
-    return binary
 
 
 def native_binary(launcher: Path) -> Path:
@@ -192,14 +175,14 @@ def record_case(launcher: Path, catalog: dict[str, Any], case: ch.Case, keep: bo
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", help="Codex version to install and record (re-pins VERSION)")
-    parser.add_argument("--cache", type=Path, default=default_cache(), help="where Codex versions are installed")
+    parser.add_argument("--cache", type=Path, default=cache_dir("codex"), help="where Codex versions are installed")
     parser.add_argument("--only", action="append", help="record only cases whose group/id matches (fnmatch)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--keep", action="store_true", help="keep each case's directory (stdout, stderr)")
     args = parser.parse_args(argv)
 
     version = args.version or ch.VERSION_FILE.read_text().strip()
-    launcher = install(version, args.cache)
+    launcher = install(PACKAGE, version, "codex", args.cache)
     catalog = model_catalog(launcher)
     cases = ch.load_cases()
     if args.only:
