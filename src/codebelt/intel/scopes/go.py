@@ -73,12 +73,14 @@ def target(root: Node, node: Node, name: str) -> Target:
 def _local(node: Node, name: str) -> list[Node]:
     n = node.parent
     while n is not None and n.type != "source_file":
-        if n.type in SCOPES:
-            found = _bindings(n, name, node)
-            if n.type == "block" and n.parent is not None and n.parent.type in FUNCTIONS:
-                found = _bindings(n.parent, name, node) + found  # parameters: the body's scope
-            if found:
-                return found[:1]  # a later `:=` of the same name in this scope assigns it
+        if n.type == "block" and n.parent is not None and n.parent.type in FUNCTIONS:
+            # a function's parameters and its body are one scope: searched together, once
+            found = _bindings(n.parent, name, node) + _bindings(n, name, node)
+            n = n.parent
+        else:
+            found = _bindings(n, name, node) if n.type in SCOPES else []
+        if found:
+            return found[:1]  # a later `:=` of the same name in this scope assigns it
         n = n.parent
     return []
 
