@@ -92,12 +92,14 @@ def credential_paths() -> list[Path]:
     home, xdg = _homes()
     if home == Path("/"):
         return []
-    out: list[Path] = []
+    # by string, one lstat each: this runs as every jailed command starts
+    h, x = str(home), str(xdg)
+    out: list[str] = []
     for entry in [*(e for e, _ in CREDENTIAL_FILES), *GITCONFIG_FILES]:
-        p = _resolve(entry, home, xdg)
+        p = os.path.join(x, entry[4:]) if entry.startswith("xdg:") else os.path.join(h, entry)
         if os.path.lexists(p) and p not in out:
             out.append(p)
-    return out
+    return [Path(p) for p in out]
 
 
 def gitconfig_paths() -> list[Path]:

@@ -58,18 +58,35 @@ def path_dirs(path_var: str | None, home: str | None) -> list[Path]:
     """Absolute directories on PATH worth binding: existing, not / and not the home directory or
     one of its parents (that would expose the home itself)."""
     out: list[Path] = []
-    home_real = Path(os.path.realpath(home)) if home else None
+    home_real = _real_dir(home) if home else None
     for entry in (path_var or "").split(":"):
         if not entry.startswith("/"):
             continue  # `.` or a relative entry: resolved against the command's cwd, not bound
-        real = Path(os.path.realpath(entry))
-        if real == Path("/") or not real.is_dir():
+        real = _real_dir(entry)
+        if real is None or real == "/":
             continue
-        if home_real is not None and (real == home_real or real in home_real.parents):
+        if home_real is not None and (real == home_real or home_real.startswith(real + "/")):
             continue
-        if real not in out:
-            out.append(real)
+        if Path(real) not in out:
+            out.append(Path(real))
     return out
+
+
+def _real_dir(path: str) -> str | None:
+    """The real path of directory `path` (None: not a directory), from the kernel's own
+    resolution: os.path.realpath walks it in Python, one lstat per component, and this runs as
+    every jailed command starts."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        real = os.path.realpath(path)  # no /proc here
+    finally:
+        os.close(fd)
+    return real if real.startswith("/") else None  # "(deleted)" or a path outside this root
 
 
 def scratch_in_jail(visible: list[Path]) -> str:
@@ -84,7 +101,14 @@ def scratch_in_jail(visible: list[Path]) -> str:
 
 
 def _covered(p: Path, dirs: list[Path]) -> bool:
-    return any(p == d or d in p.parents for d in dirs)
+    """`p` is one of `dirs` or beneath one (absolute paths; by string: `d in p.parents` costs a
+    Path per parent, and this runs for every mask of every command)."""
+    s = str(p)
+    for d in dirs:
+        t = str(d)
+        if s == t or s.startswith(t if t.endswith("/") else t + "/"):
+            return True
+    return False
 
 
 def mask_targets(masked: "list[Path] | tuple[Path, ...]") -> list[Path]:

@@ -532,7 +532,7 @@ class Sandbox:
                 self._resident = resident
         request = {
             "argv": argv, "env": env, "cwd": str(cwd), "tmpfs": [scratch], "abi": self._stage_abi,
-            "writable": [scratch, *_jail.STAGE_DEVICES],
+            "writable": [scratch, *_jail.STAGE_DEVICES],  # as prepared (_start_resident)
             # as they are now: the masked paths (a link's target), and a secret that appeared
             # since the resident started
             "masks": [*(s for s in _jail.SECRETS if s not in resident.masked_at_start and os.path.lexists(s)),
@@ -572,7 +572,8 @@ class Sandbox:
                 STAGE_PYTHON, "-I", "-S", "-c", resident_source()]
         env = {"PATH": os.defpath, "LANG": "C.UTF-8"}
         masked_at_start = frozenset(s for s in _jail.SECRETS if os.path.lexists(s))  # masked by bwrap_args
-        resident = ResidentJail(argv, env, self._preexec(pairs, None, install), Path("/"))
+        prepare = {"tmpfs": [scratch], "abi": self._stage_abi, "writable": [scratch, *_jail.STAGE_DEVICES]}
+        resident = ResidentJail(argv, env, self._preexec(pairs, None, install), Path("/"), prepare)
         resident.masked_at_start = masked_at_start
         return resident
 

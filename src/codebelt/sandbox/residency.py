@@ -2,11 +2,12 @@
 the runner a process object for each that behaves like `subprocess.Popen` where the runner uses
 one (`pid`, `poll`, `wait`, `returncode`, `send_signal`), plus `exit_fd`, a descriptor that
 becomes readable when something about the command changed (it replaces a pidfd: the command is
-not codebelt's child, so its status comes from the resident).
+not codebelt's child, so its status comes from its init in the jail).
 
-`pid` is the host pid of the command's init (pid 1 of its namespace), the leader of its process
-group: `killpg(pid, …)` reaches the command, and its init passes the signal on to everything in
-the namespace; when the init ends, the kernel ends the rest.
+`pid` is the host pid of the command's init (pid 1 of its namespace), the leader of the process
+group the command runs in: `killpg(pid, …)` reaches the command and what it started, as in any
+process group (the init itself receives only SIGKILL, which ends the namespace); when the init
+ends, the kernel ends the rest.
 """
 
 from __future__ import annotations
@@ -42,9 +43,11 @@ class ResidentUnavailable(OSError):
 class ResidentJail:
     """One resident jail: `argv` starts it (bwrap … -- python -I -S -c SOURCE), given the child
     end of the control socket as its last argument; `preexec` runs in bwrap's child (limits,
-    cgroups, the seccomp filter — inherited by every command)."""
+    cgroups, the seccomp filter — inherited by every command). `prepare`: what every request
+    will ask for ({"tmpfs", "abi", "writable"}), set up before each command is asked for."""
 
-    def __init__(self, argv: list[str], env: dict, preexec: Callable[[], None] | None, cwd: Path):
+    def __init__(self, argv: list[str], env: dict, preexec: Callable[[], None] | None, cwd: Path,
+                 prepare: dict | None = None):
         self._lock = threading.Lock()
         self.view: tuple = ()  # what it was built for (the caller's key)
         self.stamps: tuple = ()
@@ -62,7 +65,7 @@ class ResidentJail:
             # thread that started it ends.
             try:
                 self._proc = subprocess.Popen(
-                    [*argv, str(fd)], cwd=cwd, env=env, preexec_fn=preexec, pass_fds=(fd,),
+                    [*argv, *([json.dumps(prepare)] if prepare else []), str(fd)], cwd=cwd, env=env, preexec_fn=preexec, pass_fds=(fd,),
                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                     start_new_session=True)
             except OSError as e:
@@ -145,13 +148,12 @@ class JailedProcess:
         self.returncode: int | None = None
         self._sock = sock
         self._pidfd = pidfd
-        self._status: int | None = None
         self._lock = threading.Lock()
-        self.exit_fd = sock.fileno()
+        self.exit_fd = pidfd
 
     @classmethod
     def started(cls, args: list[str], sock: socket.socket) -> "JailedProcess":
-        """Wait for the command's init to say it runs (its pidfd attached)."""
+        """Wait for the command's init to say it took the command (its pidfd attached)."""
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             left = deadline - time.monotonic()
@@ -176,41 +178,40 @@ class JailedProcess:
                 os.close(fd)
             if msg.startswith(b"err "):
                 raise OSError(msg[4:].decode(errors="replace"))
-            if not msg or msg.startswith(b"done "):
+            if not msg or msg.startswith(b"status "):
                 raise OSError("the jailed command ended before it started")
 
     def _drain(self, timeout: float | None) -> None:
-        """Read what the resident and the init said; wait up to `timeout` for more while the
-        command runs (never holding the lock while waiting: a signal may be on its way)."""
-        while True:
-            with self._lock:
-                if self.returncode is not None:
-                    return
+        """Wait up to `timeout` for the command's init to end (its pidfd becomes readable once it
+        has, and the namespace with it), then take the status it sent before (never holding the
+        lock while waiting: a signal may be on its way)."""
+        with self._lock:
+            if self.returncode is not None:
+                return
+            fd = self._pidfd
+        try:
+            if not select.select([fd], [], [], timeout)[0]:
+                return
+        except (OSError, ValueError):
+            return  # closed meanwhile by another waiter: the outcome is known
+        with self._lock:
+            if self.returncode is not None:
+                return
+            status = None
+            while True:
                 try:
                     msg = self._sock.recv(64)
-                except BlockingIOError:
-                    msg = None
                 except OSError:
-                    msg = b""
-                if msg is not None:
-                    self._take(msg)
-                    continue
-                fd = self._sock.fileno()
-            if timeout == 0:
-                return
-            try:
-                if not select.select([fd], [], [], timeout)[0]:
-                    return
-            except (OSError, ValueError):
-                continue  # closed meanwhile by another reader: the outcome is known
-
-    def _take(self, msg: bytes) -> None:
-        if msg.startswith(b"status "):
-            self._status = int(msg[7:])
-        elif msg.startswith(b"done ") or not msg:
-            raw = self._status if self._status is not None else (int(msg[5:]) if msg else None)
-            # no word from the init at all: it was killed, and the command with it
-            self.returncode = os.waitstatus_to_exitcode(raw) if raw is not None else -signal.SIGKILL
+                    break
+                if not msg:
+                    break
+                if msg.startswith(b"status "):
+                    try:
+                        status = os.waitstatus_to_exitcode(int(msg[7:]))
+                    except ValueError:
+                        pass  # not a wait status: as if the init had said nothing
+            # no word from it at all: it was killed, and the command with it
+            self.returncode = status if status is not None else -signal.SIGKILL
             os.close(self._pidfd)
             self._sock.close()
 
@@ -228,11 +229,15 @@ class JailedProcess:
         return self.returncode
 
     def send_signal(self, sig: int) -> None:
-        """Signal the command's init, which passes it on to its whole namespace."""
+        """Signal the command's process group (its init receives only SIGKILL, which ends the
+        whole namespace). The group's number is the init's pid, which stays its own while the
+        init is not reaped: checked through its pidfd first."""
         with self._lock:
             if self.returncode is None:
                 try:
-                    signal.pidfd_send_signal(self._pidfd, sig)
+                    signal.pidfd_send_signal(self._pidfd, sig if sig == signal.SIGKILL else 0)
+                    if sig != signal.SIGKILL:
+                        os.killpg(self.pid, sig)
                 except ProcessLookupError:
                     pass
 

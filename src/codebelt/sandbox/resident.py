@@ -2,32 +2,46 @@
 
 Why: building a bwrap jail per command (namespaces, some thirty mounts, a network namespace, then
 an interpreter for the Landlock layer) costs tens of milliseconds; a clone from a process that is
-already inside one costs about one. Built once: the namespaces (network, IPC, UTS, cgroup), the
-read-only view and the seccomp filter (inherited from the bwrap it runs in). Every command still
-gets of its own, built when it starts (`run_command`):
+already inside one costs about one, and even that is paid before the command is asked for. Built
+once: the namespaces (network, IPC, UTS, cgroup), the read-only view and the seccomp filter
+(inherited from the bwrap it runs in). Every command still gets of its own:
 
-- a pid namespace of which it is pid 1: when it ends, the kernel ends everything it left, and it
-  sees no other process (its own /proc);
+- a pid namespace whose pid 1 is a small init of its own (the `Zygote` it was started by): the
+  command is an ordinary process in it (`kill -9 $$` and a SIGTERM without a trap end it), it sees
+  no other process (its own /proc), and when it ends its init reports its status and exits, and
+  the kernel ends everything the command left;
 - a mount namespace copied from the resident's (private: nothing mounted in one is seen
   elsewhere), with a fresh tmpfs as its scratch directory and the masks it was given (the
   session's Read deny paths, and /etc's secrets that appeared since the resident started) as they
-  are at that moment;
-- its own process group, no capability, no_new_privs, and a Landlock layer that refuses every
-  write but to its scratch and /dev/null, /dev/zero, /dev/full (and its own stdout/stderr when
-  they are files): no FIFO, socket or /proc/sys file is writable.
+  are when the request arrives;
+- its own process group (with its init), no capability, no_new_privs, and a Landlock layer that
+  refuses every write but to its scratch and /dev/null, /dev/zero, /dev/full (and its own stdout
+  and stderr when they are files): no FIFO, socket or /proc/sys file is writable.
 
-Channel: the resident reads requests from one end of a SOCK_SEQPACKET socket pair whose other end
-only codebelt holds; no path, no name, and no command keeps it (each closes every descriptor but
-its own 0, 1, 2 and the ones it was given). A request is JSON (argv, env, cwd, scratch, masks,
-the Landlock layer's ABI and writable paths, the descriptor number each attached descriptor
-gets) with descriptors attached: first a status socket for that command — the resident sends
-"pid+cred" with a pidfd and the pid as credentials once it is cloned, and "done RAW" with its
-wait status when it is reaped, then closes it — then the descriptors to install. When codebelt
-closes its end the resident exits, and bwrap's pid namespace ends whatever is left.
+Ahead of time: the resident keeps one zygote ready, cloned into its new namespaces with what
+does not depend on the request already done (scratch tmpfs mounted, /proc mounted, bounding set
+dropped, no_new_privs, the Landlock ruleset built for the scratch), blocked reading the control
+socket. The zygote that reads a request tells the resident (which clones the next), applies the
+request's masks, drops its last capabilities, restricts itself with the Landlock layer and
+spawns the command (vfork + exec), then stays as its pid 1: it reaps, and reports the
+command's wait status. It is not dumpable, so the command (same uid, same Landlock domain, no
+capability) cannot ptrace it or read its descriptors.
 
-Runs as `python -I -S -c <write_layer.py + this source> CONTROL_FD` with codebelt's interpreter,
-standard library only (codebelt's package need not be visible in the jail); `restrict_writes`
-comes from write_layer.py, shared with the one-shot stage.
+Channel: requests come on one end of a SOCK_SEQPACKET socket pair whose other end only codebelt
+holds; no path, no name, and no command keeps it (each closes every descriptor but its own 0, 1,
+2 and the ones it was given). A request is JSON (argv, env, cwd, tmpfs, masks, binds, the Landlock
+layer's ABI and writable paths, the descriptor number each attached descriptor gets) with
+descriptors attached: first a status socket for that command — its init sends "pid+cred" with a
+pidfd of itself and its pid as credentials as soon as it has read the request, "status RAW" with
+the command's wait status when it is reaped, and closes it by exiting — then the descriptors to
+install. When codebelt closes its end the zygote reading it and the resident exit, and bwrap's
+pid namespace ends whatever is left.
+
+Runs as `python -I -S -c <write_layer.py + this source> [PREPARE] CONTROL_FD` with codebelt's
+interpreter, standard library only (codebelt's package need not be visible in the jail);
+PREPARE is JSON ({"tmpfs", "abi", "writable"}: what requests will ask for, done ahead of time; a
+request asking for something else is set up entirely when it arrives). `WriteLayer` comes from
+write_layer.py, shared with the one-shot stage.
 """
 
 import ctypes
@@ -44,8 +58,9 @@ import sys
 CLONE_NEWNS, CLONE_NEWPID = 0x00020000, 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT = 38, 24, 47
+PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_SET_DUMPABLE = 38, 24, 47, 4
 PR_CAP_AMBIENT_CLEAR_ALL = 4
+MNT_DETACH = 2
 MAX_REQUEST = 4 << 20
 MAX_FDS = 8
 # /proc entries that a fresh procfs would make writable again (bwrap binds them read-only too)
@@ -58,6 +73,9 @@ pylibc = ctypes.PyDLL(None, use_errno=True)
 pylibc.syscall.restype = ctypes.c_long
 libc.syscall.restype = ctypes.c_long
 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+# what an init ignores that its command must not inherit ignored (exec keeps SIG_IGN)
+IGNORED_BY_INIT = (signal.SIGPIPE, signal.SIGXFSZ)
 
 
 class CapHeader(ctypes.Structure):
@@ -116,15 +134,43 @@ def protect(path, kind):
         pass
 
 
-def drop_capabilities():
-    """No capability for the command or anything it executes, uid 0 included: bounding set,
-    ambient set, and the effective, permitted and inheritable sets all emptied."""
+def drop_bounding_set():
+    """No capability for anything executed from here on, uid 0 included (the bounding and ambient
+    sets); what this process holds itself stays until `drop_capabilities`."""
     for cap in range(64):
         if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:
             break  # EINVAL: past the last capability this kernel knows
-    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    _check(libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "prctl(PR_CAP_AMBIENT)")
+
+
+def drop_capabilities():
+    """The effective, permitted and inheritable sets emptied."""
     header, data = CapHeader(0x20080522, 0), (CapData * 2)()
     _check(libc.capset(ctypes.byref(header), data), "capset")
+
+
+def mount_tmpfs(paths):
+    for path in paths:
+        mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700" if path != "/dev/shm" else "mode=1777")
+
+
+def mount_proc():
+    """A procfs of this pid namespace, its machine-wide writable entries read-only (as bwrap)."""
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    for name in PROC_READONLY:
+        if os.path.exists(f"/proc/{name}"):
+            bind_readonly(f"/proc/{name}", f"/proc/{name}")
+
+
+def close_all_but(keep):
+    start = 3
+    for n in sorted(keep):
+        if n >= start:
+            os.closerange(start, n)
+            start = n + 1
+    os.closerange(start, 1 << 20)
+
+
 
 
 def clone_into_namespaces():
@@ -136,171 +182,228 @@ def clone_into_namespaces():
                           ctypes.c_void_p(0), ctypes.c_void_p(0), ctypes.c_void_p(0), ctypes.c_ulong(0))
 
 
-def run_command(req, fds, status):
-    """The command: pid 1 of its own pid namespace (when it ends, the kernel ends everything in
-    the namespace) and alone in its own mount namespace. Builds its view, drops what it may do,
-    and execs. Never returns."""
-    for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP,
-                signal.SIGQUIT):
-        signal.signal(sig, signal.SIG_DFL)  # Python ignores SIGPIPE and SIGXFSZ; exec keeps an ignore
-    signal.pthread_sigmask(signal.SIG_SETMASK, [])
-    above = max([2, *req["fds"]]) + 1
-    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, above) for fd in fds]  # no dup2 below clobbers a source
-    for target, fd in zip(req["fds"], high):
-        os.dup2(fd, target)  # from here on, what goes wrong is said on the command's stderr
+def receive(sock):
+    """One message and the descriptors attached to it (b"" when the other end closed)."""
+    while True:
+        try:
+            msg, anc, _flags, _ = sock.recvmsg(MAX_REQUEST, socket.CMSG_SPACE(4 * MAX_FDS))
+            break
+        except InterruptedError:
+            continue
+    fds = []
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            usable = len(data) - len(data) % 4
+            fds += [int.from_bytes(data[i:i + 4], sys.byteorder) for i in range(0, usable, 4)]
+    return msg, fds
+
+
+def get_ready(prepare):
+    """What a command's set-up needs before its request: its scratch tmpfs, its /proc, no
+    capability for anything it executes, no_new_privs, not dumpable, the write layer's ruleset."""
+    mount_tmpfs(prepare.get("tmpfs", ()))
+    mount_proc()
+    drop_bounding_set()
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")  # as bwrap does
+    # the command runs with this process's uid, Landlock domain and (no) capabilities: without
+    # this it could ptrace its init and use the status socket or the namespace's privileges
+    _check(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
+    return WriteLayer(prepare["abi"], prepare["writable"]) if prepare.get("abi") else None
+
+
+def zygote(control, note, prepare):
+    """The clone: get ready, read one request, start its command and be its init. Never returns."""
     try:
+        signal.set_wakeup_fd(-1)
+        for sig in signal.valid_signals():
+            if sig not in (signal.SIGKILL, signal.SIGSTOP):
+                try:
+                    # SIG_DFL: an init receives no signal it has no handler for (codebelt's
+                    # SIGTERM to the group reaches the command, not its init)
+                    signal.signal(sig, signal.SIG_IGN if sig in IGNORED_BY_INIT else signal.SIG_DFL)
+                except (OSError, ValueError):
+                    pass
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        close_all_but({control.fileno(), note})
         # its own process group, which codebelt signals; the session is the resident's, which has
         # no terminal (bwrap --new-session), and a new one would cost a scheduler autogroup
         os.setpgid(0, 0)
-        for path in req["tmpfs"]:
-            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700" if path != "/dev/shm" else "mode=1777")
+    except BaseException:  # noqa: BLE001
+        os._exit(1)
+    layer, why = None, None
+    try:
+        layer = get_ready(prepare)
+    except BaseException as e:  # noqa: BLE001 - said to the request it would have served
+        why = e
+    msg, fds = receive(control)
+    if not msg:
+        os.write(note, b"e")  # codebelt closed its end: the session is over
+        os._exit(0)
+    os.write(note, b"t")  # taken: the resident readies the next one
+    os.close(note)
+    control.close()
+    if not fds:
+        os._exit(0)
+    status = socket.socket(fileno=fds[0])
+    fds = fds[1:]
+    try:
+        req = json.loads(msg)
+        if len(fds) != len(req["fds"]):
+            raise ValueError("descriptors do not match the request")
+    except (ValueError, KeyError, TypeError) as e:
+        _say(status, b"err " + str(e).encode()[:200])
+        os._exit(0)
+    pidfd = os.pidfd_open(os.getpid())
+    rights = (socket.SOL_SOCKET, socket.SCM_RIGHTS, pidfd.to_bytes(4, sys.byteorder))
+    # its pid as credentials: the kernel gives it to codebelt in codebelt's pid namespace, even
+    # when the command has ended by the time codebelt reads it (a pidfd then says -1)
+    creds = (socket.SOL_SOCKET, socket.SCM_CREDENTIALS, struct.pack("3i", os.getpid(), os.getuid(), os.getgid()))
+    try:
+        try:
+            status.sendmsg([b"pid+cred"], [rights, creds])
+        except PermissionError:
+            status.sendmsg([b"pid"], [rights])
+    except OSError:
+        os._exit(0)  # codebelt gave up on it
+    os.close(pidfd)
+    init(req, fds, status, prepare, layer, why)
+
+
+def init(req, fds, status, prepare, layer, why):
+    """Set up the command's view and rights, spawn it, reap until it ends, report its status."""
+    targets = req["fds"]
+    above = max([2, *targets]) + 1
+    # every descriptor kept above the targets first: no dup2 below clobbers one
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, above) for fd in fds]
+    status = socket.socket(fileno=fcntl.fcntl(status.detach(), fcntl.F_DUPFD_CLOEXEC, above))
+    if layer is not None:
+        layer.fd = fcntl.fcntl(layer.fd, fcntl.F_DUPFD_CLOEXEC, above)
+    null = os.open("/dev/null", os.O_RDWR)
+    for target, fd in [(0, null), *((n, null) for n in (1, 2) if n not in targets), *zip(targets, high)]:
+        os.dup2(fd, target)  # from here on, what goes wrong is said on the command's stderr
+    close_all_but({0, *targets, status.fileno(), *([layer.fd] if layer is not None else ())})
+    try:
+        if why is not None:
+            raise why
+        same = bool(prepare) and all(req[k] == prepare.get(k) for k in ("tmpfs", "abi", "writable"))
+        if not same:  # asked for another scratch or layer than prepared: all of it now
+            if layer is not None:
+                layer.close()
+                layer = None
+            for path in reversed(prepare.get("tmpfs", ())):
+                _check(libc.umount2(path.encode("utf-8", "surrogateescape"), MNT_DETACH), f"umount {path}")
+            mount_tmpfs(req["tmpfs"])
         for path in req["masks"]:
             mask(path)
         for path, kind in req.get("binds", ()):
             protect(path, kind)
-        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-        for name in PROC_READONLY:
-            if os.path.exists(f"/proc/{name}"):
-                bind_readonly(f"/proc/{name}", f"/proc/{name}")
-        null = os.open("/dev/null", os.O_RDONLY)
-        os.dup2(null, 0)
-        status.close()
-        status = None
-        keep = sorted({0, *req["fds"]})
-        start = 3
-        for n in keep:
-            if n >= start:
-                os.closerange(start, n)
-                start = n + 1
-        os.closerange(start, 1 << 20)  # the control socket, every other command's status socket
         os.chdir(req["cwd"])
         drop_capabilities()
-        _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")  # as bwrap does
         if req["abi"]:
-            restrict_writes(req["abi"], req["writable"])
+            if layer is None:
+                layer = WriteLayer(req["abi"], req["writable"])
+            layer.add_outputs()
+            layer.restrict()
     except BaseException as e:  # noqa: BLE001 - whatever failed, the command must not start
         _fail(e, status)
-    argv, env = req["argv"], req["env"]
+    argv = req["argv"]
     try:
-        os.execve(argv[0], argv, env)
+        child = os.posix_spawn(argv[0], argv, req["env"], setsigdef=IGNORED_BY_INIT)
     except OSError as e:  # as a shell says it
         os.write(2, f"{argv[0]}: {e.strerror}\n".encode("utf-8", "surrogateescape"))
-        os._exit(127)
+        _report(status, 127 << 8)
+    null = os.open("/dev/null", os.O_RDWR)
+    for n in (0, 1, 2):
+        os.dup2(null, n)  # the command's output is the command's: its init keeps no copy
+    close_all_but({status.fileno()})
+    while True:
+        try:
+            pid, raw = os.waitpid(-1, 0)  # orphans come to pid 1: reaped on the way
+        except ChildProcessError:
+            _report(status, 127 << 8)
+        if pid == child:
+            # when this init exits, the kernel ends whatever the command left in the namespace
+            _report(status, raw)
 
 
-def _fail(e, status=None):
-    """Say why on the command's stderr (and to codebelt) and end."""
+def _say(status, msg):
+    try:
+        status.send(msg)
+    except OSError:
+        pass
+
+
+def _report(status, raw):
+    _say(status, b"status %d" % raw)
+    os._exit(0)
+
+
+def _fail(e, status):
+    """Say why on the command's stderr (and to codebelt) and end, as a command that exits 126."""
     text = f"codebelt jail: the command could not be started in the jail ({e}); it did not run"
     try:
         os.write(2, (text + "\n").encode("utf-8", "surrogateescape"))
-        if status is not None:
-            status.send(b"err " + text.encode("utf-8", "surrogateescape")[:400])
     finally:
-        os._exit(126)
+        _report(status, 126 << 8)
 
 
-def serve(control):
+def serve(control, prepare):
     # every command's mount namespace is a copy of this one: private, so that nothing mounted in
     # one propagates anywhere
     mount(None, "/", None, MS_REC | MS_PRIVATE)
-    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    pending = {}  # pid of a command -> (its status socket, its mount namespace)
+    # its children are reaped by the kernel as they exit: a command's init is gone, its group
+    # empty, by the time its pidfd tells codebelt that it ended
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    note_r, note_w = os.pipe2(os.O_CLOEXEC)  # zygote -> resident: "t" taken, "e" the channel closed
+    held = {}  # pidfd of a zygote or init -> its mount namespace
+    ready, lost = -1, 0  # the pidfd of the zygote waiting for a request; zygotes in a row that ended untaken
     control.send(b"ready")
     while True:
-        try:
-            ready = select.select([control, wake_r], [], [])[0]
-        except InterruptedError:
-            continue
-        if wake_r in ready:
-            try:
-                os.read(wake_r, 4096)
-            except BlockingIOError:
-                pass
-            while pending:
-                try:
-                    pid, raw = os.waitpid(-1, os.WNOHANG)
-                except ChildProcessError:
-                    break
-                if pid == 0:
-                    break
-                entry = pending.pop(pid, None)
-                if entry is not None:
-                    sock, ns = entry
-                    try:
-                        sock.send(b"done %d" % raw)
-                    except OSError:
-                        pass
-                    sock.close()
-                    if ns >= 0:
-                        os.close(ns)
-        if control in ready:
-            msg, anc, _flags, _ = control.recvmsg(MAX_REQUEST, socket.CMSG_SPACE(4 * MAX_FDS))
-            if not msg:
-                os._exit(0)  # codebelt closed its end: the session is over
-            fds = []
-            for level, kind, data in anc:
-                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                    usable = len(data) - len(data) % 4
-                    fds += [int.from_bytes(data[i:i + 4], sys.byteorder) for i in range(0, usable, 4)]
-            if not fds:
-                continue
-            status = socket.socket(fileno=fds[0])
-            fds = fds[1:]
-            try:
-                req = json.loads(msg)
-                if len(fds) != len(req["fds"]):
-                    raise ValueError("descriptors do not match the request")
-            except (ValueError, KeyError, TypeError) as e:
-                status.send(b"err " + str(e).encode()[:200])
-                status.close()
-                for fd in fds:
-                    os.close(fd)
-                continue
+        if ready < 0:
+            if lost >= 3:
+                raise OSError("its command starters keep ending before they are used")
             pid = clone_into_namespaces()
             if pid == 0:
                 try:
-                    signal.set_wakeup_fd(-1)
-                    run_command(req, fds, status)
-                except BaseException as e:  # noqa: BLE001
-                    _fail(e, status)
-            for fd in fds:
-                os.close(fd)
+                    zygote(control, note_w, prepare)
+                finally:
+                    os._exit(1)
             if pid < 0:
-                status.send(b"err cannot make the command's namespaces: " + os.strerror(ctypes.get_errno()).encode())
-                status.close()
+                raise OSError(ctypes.get_errno(), "cannot make a command's namespaces")
+            try:
+                ready = os.pidfd_open(pid)
+            except ProcessLookupError:
+                lost += 1
                 continue
+            # held until it has ended: the last reference to a mount namespace, dropped by an
+            # exiting process, makes its exit wait for an RCU grace period (milliseconds on a
+            # busy machine); dropped here, once its command's status went out, it costs none
             try:
-                os.setpgid(pid, pid)  # as the child does: its group exists before codebelt hears of it
+                held[ready] = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
             except OSError:
-                pass  # it already did, or it already ended
-            # held until the command is reaped: the last reference to a mount namespace, dropped
-            # by an exiting process, makes its exit wait for an RCU grace period (milliseconds on
-            # a busy machine); dropped here, after the command's status went out, it costs none
-            try:
-                ns = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
-            except OSError:
-                ns = -1
-            pending[pid] = (status, ns)
-            pidfd = os.pidfd_open(pid)
-            rights = (socket.SOL_SOCKET, socket.SCM_RIGHTS, pidfd.to_bytes(4, sys.byteorder))
-            # its pid as credentials: the kernel gives it to codebelt in codebelt's pid namespace,
-            # even when the command has ended by the time codebelt reads it (a pidfd then says -1)
-            creds = (socket.SOL_SOCKET, socket.SCM_CREDENTIALS, struct.pack("3i", pid, os.getuid(), os.getgid()))
-            try:
-                try:
-                    status.sendmsg([b"pid+cred"], [rights, creds])
-                except PermissionError:
-                    status.sendmsg([b"pid"], [rights])
-            except OSError:
-                pass  # codebelt gave up on it; it ends and is reaped like any other
-            os.close(pidfd)
+                held[ready] = -1
+        try:
+            readable = select.select([note_r, *held], [], [])[0]
+        except InterruptedError:
+            continue
+        if note_r in readable:
+            for note in os.read(note_r, 64):
+                if note == ord("e"):
+                    os._exit(0)
+                ready, lost = -1, 0
+        for pidfd in readable:
+            if pidfd in held:  # ended
+                ns = held.pop(pidfd)
+                if ns >= 0:
+                    os.close(ns)
+                os.close(pidfd)
+                if pidfd == ready:
+                    ready, lost = -1, lost + 1
 
 
 if __name__ == "__main__":
     try:
-        serve(socket.socket(fileno=int(sys.argv[1])))
+        serve(socket.socket(fileno=int(sys.argv[-1])), json.loads(sys.argv[1]) if len(sys.argv) > 2 else {})
     except BaseException as e:  # noqa: BLE001
         sys.stderr.write(f"codebelt resident jail: {e}\n")
         os._exit(1)
