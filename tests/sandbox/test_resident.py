@@ -157,3 +157,91 @@ def test_a_resident_that_died_is_replaced_and_the_jail_holds(resident, ws):
     r = jailed(resident, "cat denied.txt; touch y 2>&1 | grep -c 'Read-only'", ws, masked=[(ws / "denied.txt").resolve()])
     assert "DENIED" not in r.stdout and r.stdout.strip().endswith("1"), r.stdout
 
+
+
+# The command is an ordinary process of its namespace, not its pid 1: what it does to itself
+# ends it as it would anywhere. Exit codes as the Bash tool gives them (128+N for signal N); every
+# jail alike (the one-shot bwrap jail reports a signal as 128+N itself).
+OWN_ENDINGS = [
+    ("exit 0", 0),
+    ("exit 1", 1),
+    ("kill -INT $$; echo alive", 130),
+    ("kill -9 $$; echo alive", 137),
+    ("kill -TERM $$; echo alive", 143),
+    ("trap 'echo trapped; exit 4' TERM; kill -TERM $$; sleep 1; echo alive", 4),
+]
+
+
+@pytest.mark.parametrize("command,code", OWN_ENDINGS, ids=[c for c, _ in OWN_ENDINGS])
+def test_a_command_ends_itself_as_it_would_anywhere(jail, ws, command, code):
+    r = jailed(jail, command, ws)
+    assert (r.returncode if r.returncode >= 0 else 128 - r.returncode) == code, r.stdout
+    assert "alive" not in r.stdout, r.stdout
+    assert ("trapped" in r.stdout) == ("trap" in command), r.stdout
+
+
+# Signals to the command's process group, as the runner sends them (a timeout's SIGTERM, an
+# interrupt): they reach bash itself, which ends unless it handles them.
+FROM_OUTSIDE = [
+    ("sleep 30; echo after", signal.SIGTERM, 143, ""),
+    ("sleep 30; echo after", signal.SIGINT, 130, ""),
+    ("trap 'echo caught; exit 3' TERM; sleep 30 & wait", signal.SIGTERM, 3, "caught"),
+    ("trap 'echo caught; exit 0' INT; sleep 30; echo after", signal.SIGINT, 0, "caught"),
+]
+
+
+@pytest.mark.parametrize("command,sig,code,said", FROM_OUTSIDE,
+                         ids=[f"{c}-{s.name}" for c, s, _, _ in FROM_OUTSIDE])
+def test_a_signal_to_the_group_reaches_the_command(resident, ws, command, sig, code, said):
+    with tempfile.TemporaryFile() as out:
+        proc = start(resident, f"echo ready; {command}", ws, out)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not os.pread(out.fileno(), 64, 0).startswith(b"ready"):
+            time.sleep(0.02)
+        time.sleep(0.2)  # bash is in `sleep` or `wait` by now
+        os.killpg(proc.pid, sig)
+        try:
+            got = proc.wait(20)  # without the signal reaching bash, it would sleep on for 30 s
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+        out.seek(0)
+        text = out.read().decode()
+        assert (got if got >= 0 else 128 - got) == code, text
+        assert "after" not in text and said in text, text
+
+
+def test_the_init_cannot_be_reached_from_its_command(resident, ws):
+    """The command's init holds its status socket and shares its uid and Landlock domain: it
+    ignores the command's signals (pid 1) and is not dumpable (no ptrace, no /proc/1/fd)."""
+    r = jailed(resident, "echo $$; kill -9 1; kill -STOP 1; cat /proc/1/environ 2>/dev/null | wc -c; "
+                         "ls -l /proc/1/fd/ 2>/dev/null | grep -c socket; "
+                         "ls -l /proc/self/fd/ 2>/dev/null | grep -c /dev/null; echo end", ws)
+    pid, environ, sockets, control, end = r.stdout.split()
+    assert pid != "1" and end == "end" and r.returncode == 0, r.stdout  # bash is not pid 1 and went on
+    assert control != "0", r.stdout  # control: the listing shows what a descriptor leads to
+    assert (environ, sockets) == ("0", "0"), r.stdout
+
+
+def test_a_resident_whose_set_up_is_refused_hands_commands_to_the_one_shot_jail(ws, tmpd, monkeypatch):
+    """A step of a command's set-up refused on this kernel (here: its /proc mounted where it
+    cannot be) would fail every command: the start-up probe finds it and the one-shot jail runs
+    them instead."""
+    why = backend_unusable("bwrap")
+    if why:
+        pytest.skip(f"bwrap cannot work here: {why}")
+    from codebelt.sandbox import residency
+
+    source = residency.resident_source()
+    broken = source.replace('mount("proc", "/proc", "proc"', 'mount("proc", "/no/such/proc", "proc"')
+    assert broken != source  # control: the step exists to break
+    monkeypatch.setattr(residency, "resident_source", lambda: broken)
+    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode="bwrap", name="codebelt-test"))
+    try:
+        if sb.jail.backend != "bwrap" or not sb._stage_abi:
+            pytest.skip(f"no bwrap jail with its Landlock layer here: {sb.jail.reason}")
+        r = jailed(sb, "echo ran; cat /etc/shadow 2>/dev/null | wc -c; touch x 2>/dev/null || echo read-only", ws)
+        assert r.returncode == 0 and r.stdout.split() == ["ran", "0", "read-only"], r.stdout
+        assert sb._resident is None and "/no/such/proc" in sb._resident_failed, sb._resident_failed
+    finally:
+        sb.close()

@@ -525,7 +525,7 @@ class Sandbox:
                 self._resident_starts += 1
                 try:
                     resident = self._start_resident(readable, scratch, pairs, install)
-                except (OSError, ResidentUnavailable) as e:
+                except (OSError, ResidentUnavailable, subprocess.SubprocessError) as e:
                     self._resident_failed = str(e)
                     return None
                 resident.view, resident.stamps = view, stamps
@@ -575,6 +575,21 @@ class Sandbox:
         prepare = {"tmpfs": [scratch], "abi": self._stage_abi, "writable": [scratch, *_jail.STAGE_DEVICES]}
         resident = ResidentJail(argv, env, self._preexec(pairs, None, install), Path("/"), prepare)
         resident.masked_at_start = masked_at_start
+        # probed once with `true` through all of a command's set-up: where something of it is
+        # refused here (a second /proc in a user namespace, a security module), every command
+        # would fail; the one-shot jail runs them instead
+        with tempfile.TemporaryFile() as err:
+            try:
+                probe = resident.launch({"argv": [TRUE], "env": {}, "cwd": "/", "tmpfs": [scratch], "masks": [],
+                                         "abi": self._stage_abi, "writable": [scratch, *_jail.STAGE_DEVICES]},
+                                        {1: err.fileno(), 2: err.fileno()})
+                code = probe.wait(PROBE_TIMEOUT)
+                if code != 0:
+                    err.seek(0)
+                    raise OSError(f"`true` failed in it ({err.read(300).decode(errors='replace').strip()})")
+            except BaseException:
+                resident.close()
+                raise
         return resident
 
     def _landlock_ruleset(self, readable: list[Path], masked: list[Path], system: bool):
