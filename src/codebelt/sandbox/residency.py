@@ -1,8 +1,8 @@
 """codebelt's side of the resident jail (resident.py): start it once, hand it commands, and give
 the runner a process object for each that behaves like `subprocess.Popen` where the runner uses
-one (`pid`, `poll`, `wait`, `returncode`, `send_signal`), plus `exit_fd`, a descriptor that
-becomes readable when something about the command changed (it replaces a pidfd: the command is
-not codebelt's child, so its status comes from its init in the jail).
+one (`pid`, `poll`, `wait`, `returncode`, `send_signal`), plus `exit_fd`, the pidfd of the
+command's init, readable once it (and with it everything in the command's namespace) has ended:
+the command is not codebelt's child, so its status is the one its init sent before it exited.
 
 `pid` is the host pid of the command's init (pid 1 of its namespace), the leader of the process
 group the command runs in: `killpg(pid, …)` reaches the command and what it started, as in any
