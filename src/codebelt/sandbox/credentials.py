@@ -92,13 +92,23 @@ def credential_paths() -> list[Path]:
     home, xdg = _homes()
     if home == Path("/"):
         return []
-    # by string, one lstat each: this runs as every jailed command starts
-    h, x = str(home), str(xdg)
-    out: list[str] = []
+    # by string, and a lstat only where the entry's first name is in its directory's listing:
+    # this runs as every jailed command starts, and most homes hold few of these
+    out: dict[str, None] = {}
+    listed: dict[str, set[str] | None] = {}
     for entry in [*(e for e, _ in CREDENTIAL_FILES), *GITCONFIG_FILES]:
-        p = os.path.join(x, entry[4:]) if entry.startswith("xdg:") else os.path.join(h, entry)
-        if os.path.lexists(p) and p not in out:
-            out.append(p)
+        base, rest = (str(xdg), entry[4:]) if entry.startswith("xdg:") else (str(home), entry)
+        if base not in listed:
+            try:
+                listed[base] = set(os.listdir(base))
+            except OSError:
+                listed[base] = None  # unlistable: each entry looked up
+        names = listed[base]
+        if names is not None and rest.split("/", 1)[0] not in names:
+            continue
+        p = os.path.join(base, rest)
+        if os.path.lexists(p):
+            out[p] = None
     return [Path(p) for p in out]
 
 

@@ -27,6 +27,7 @@ devices and /proc an interpreter uses; ripgrep needs neither).
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from .landlock import Grant
@@ -44,6 +45,8 @@ SECRETS = (
 # terminal: /dev/pts holds the user's own terminals, whose input a reader would take.
 DEVICES_RW = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 # Writable inside a bwrap jail once the Landlock layer (stage.py) is on, besides its /tmp.
+SYSTEM_PATHS = tuple(Path(d) for d in SYSTEM_DIRS)
+SECRET_PATHS = tuple(Path(s) for s in SECRETS)
 STAGE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full")
 # What of /proc a jailed program may read under Landlock: the machine's description, which
 # runtimes read (CPU count, memory, load, kernel settings), and none of the numbered process
@@ -57,7 +60,7 @@ PROC_ENTRIES = ("cpuinfo", "meminfo", "stat", "uptime", "loadavg", "version", "f
 def path_dirs(path_var: str | None, home: str | None) -> list[Path]:
     """Absolute directories on PATH worth binding: existing, not / and not the home directory or
     one of its parents (that would expose the home itself)."""
-    out: list[Path] = []
+    out: dict[Path, None] = {}  # in order, each once
     home_real = _real_dir(home) if home else None
     for entry in (path_var or "").split(":"):
         if not entry.startswith("/"):
@@ -67,9 +70,8 @@ def path_dirs(path_var: str | None, home: str | None) -> list[Path]:
             continue
         if home_real is not None and (real == home_real or home_real.startswith(real + "/")):
             continue
-        if Path(real) not in out:
-            out.append(Path(real))
-    return out
+        out[Path(real)] = None
+    return list(out)
 
 
 def _real_dir(path: str) -> str | None:
@@ -116,18 +118,16 @@ def mask_targets(masked: "list[Path] | tuple[Path, ...]") -> list[Path]:
     mount lands on the target; the link's name then leads to the cover). A link into the system
     directories is left alone: nothing there is a secret of the user's, and covering a library a
     planted link names would only break every program."""
-    out: list[Path] = []
-    system = [Path(d) for d in SYSTEM_DIRS]
+    out: dict[Path, None] = {}  # in order, each once
     for p in masked:
-        p = Path(p)
+        p = p if isinstance(p, Path) else Path(p)
         if os.path.islink(p):
             real = Path(os.path.realpath(p))
-            if not os.path.lexists(real) or _covered(real, system) or real == Path("/"):
+            if not os.path.lexists(real) or _covered(real, SYSTEM_PATHS) or real == Path("/"):
                 continue
             p = real
-        if p not in out:
-            out.append(p)
-    return out
+        out[p] = None
+    return list(out)
 
 
 def mask_args(masked: "list[Path] | tuple[Path, ...]", visible: "list[Path] | None" = None) -> list[str]:
@@ -137,11 +137,15 @@ def mask_args(masked: "list[Path] | tuple[Path, ...]", visible: "list[Path] | No
     args: list[str] = []
     covered: list[Path] = []  # directories already covered: what is inside is gone with them
     for p in sorted(mask_targets(masked), key=lambda q: len(q.parts)):
-        if not os.path.lexists(p) or os.path.islink(p) or _covered(p, covered):
+        try:
+            mode = os.lstat(p).st_mode  # one lstat: this runs for every mask of every command
+        except OSError:
+            continue
+        if stat.S_ISLNK(mode) or _covered(p, covered):
             continue
         if visible is not None and not _covered(p, visible):
             continue  # not in the jail at all: a cover would only create its parents there
-        if p.is_dir():
+        if stat.S_ISDIR(mode):
             args += ["--tmpfs", str(p), "--remount-ro", str(p)]
             covered.append(p)
         else:
@@ -184,7 +188,7 @@ def bwrap_args(roots: list[Path], readable: list[Path], masked: list[Path], scra
             args += ["--ro-bind", str(d), str(d)]
             if d.is_dir():
                 bound.append(d)
-    args += mask_args([Path(s) for s in SECRETS])
+    args += mask_args(SECRET_PATHS)
     args += mask_args(masked, [*bound, Path("/etc")])
     for m in markers:
         if not _covered(Path(m), bound):
