@@ -180,6 +180,14 @@ def test_a_command_ends_itself_as_it_would_anywhere(jail, ws, command, code):
     assert ("trapped" in r.stdout) == ("trap" in command), r.stdout
 
 
+def test_the_command_starts_with_no_signal_ignored_or_blocked(jail, ws):
+    r = jailed(jail, "grep -E '^Sig(Ign|Blk)' /proc/self/status; yes | head -c1 >/dev/null; "
+                     "echo \"pipe ${PIPESTATUS[0]}\"", ws)
+    if "Permission denied" not in r.stdout:  # the Landlock jail shows no process's /proc entries
+        assert "SigIgn:\t0000000000000000" in r.stdout and "SigBlk:\t0000000000000000" in r.stdout, r.stdout
+    assert "pipe 141" in r.stdout, r.stdout  # SIGPIPE ends `yes` as anywhere
+
+
 # Signals to the command's process group, as the runner sends them (a timeout's SIGTERM, an
 # interrupt): they reach bash itself, which ends unless it handles them.
 FROM_OUTSIDE = [

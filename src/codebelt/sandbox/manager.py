@@ -586,7 +586,7 @@ class Sandbox:
                 code = probe.wait(PROBE_TIMEOUT)
                 if code != 0:
                     err.seek(0)
-                    raise OSError(f"`true` failed in it ({err.read(300).decode(errors='replace').strip()})")
+                    raise OSError(f"`true` failed in it (status {code}: {err.read(300).decode(errors='replace').strip()})")
             except BaseException:
                 resident.close()
                 raise

@@ -23,7 +23,7 @@ does not depend on the request already done (scratch tmpfs mounted, /proc mounte
 dropped, no_new_privs, the Landlock ruleset built for the scratch), blocked reading the control
 socket. The zygote that reads a request tells the resident (which clones the next), applies the
 request's masks, drops its last capabilities, restricts itself with the Landlock layer and
-spawns the command (vfork + exec), then stays as its pid 1: it reaps, and reports the
+starts the command (vfork + exec), then stays as its pid 1: it reaps, and reports the
 command's wait status. It is not dumpable, so the command (same uid, same Landlock domain, no
 capability) cannot ptrace it or read its descriptors.
 
@@ -53,6 +53,7 @@ import signal
 import socket
 import stat
 import struct
+import subprocess
 import sys
 
 CLONE_NEWNS, CLONE_NEWPID = 0x00020000, 0x20000000
@@ -74,7 +75,7 @@ pylibc.syscall.restype = ctypes.c_long
 libc.syscall.restype = ctypes.c_long
 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
-# what an init ignores that its command must not inherit ignored (exec keeps SIG_IGN)
+# what an init ignores (Python's default; exec keeps SIG_IGN: its command's start restores them)
 IGNORED_BY_INIT = (signal.SIGPIPE, signal.SIGXFSZ)
 
 
@@ -308,7 +309,11 @@ def init(req, fds, status, prepare, layer, why):
         _fail(e, status)
     argv = req["argv"]
     try:
-        child = os.posix_spawn(argv[0], argv, req["env"], setsigdef=IGNORED_BY_INIT)
+        # vfork + exec, restoring what Python ignores (SIGPIPE, SIGXFSZ); not os.posix_spawn,
+        # whose child leaves glibc's internal signals (32, 33) ignored across the exec
+        # kept referenced: a Popen collected while its child runs reaps it when it can
+        command = subprocess.Popen(argv, executable=argv[0], env=req["env"], close_fds=True,
+                                   pass_fds=[n for n in targets if n > 2])
     except OSError as e:  # as a shell says it
         os.write(2, f"{argv[0]}: {e.strerror}\n".encode("utf-8", "surrogateescape"))
         _report(status, 127 << 8)
@@ -321,7 +326,7 @@ def init(req, fds, status, prepare, layer, why):
             pid, raw = os.waitpid(-1, 0)  # orphans come to pid 1: reaped on the way
         except ChildProcessError:
             _report(status, 127 << 8)
-        if pid == child:
+        if pid == command.pid:
             # when this init exits, the kernel ends whatever the command left in the namespace
             _report(status, raw)
 

@@ -17,6 +17,7 @@ the command starts: never a command without the layer.
 """
 
 import os
+import signal
 import sys
 
 
@@ -25,6 +26,8 @@ def main(argv):
     split = argv.index("--")
     paths, command = argv[2:split], argv[split + 1:]
     restrict_writes(abi, paths)  # from write_layer.py, whose source comes first
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_DFL)  # Python ignores them, and exec would keep that
     try:
         os.execvp(command[0], command)
     except OSError as e:  # as a shell says it: the layer is in place, the program is not there
