@@ -6,7 +6,7 @@ already inside one costs about one, and even that is paid before the command is 
 once: the namespaces (network, IPC, UTS, cgroup), the read-only view and the seccomp filter
 (inherited from the bwrap it runs in). Every command still gets of its own:
 
-- a pid namespace whose pid 1 is a small init of its own (the `Zygote` it was started by): the
+- a pid namespace whose pid 1 is a small init of its own (the zygote below that read its request): the
   command is an ordinary process in it (`kill -9 $$` and a SIGTERM without a trap end it), it sees
   no other process (its own /proc), and when it ends its init reports its status and exits, and
   the kernel ends everything the command left;
