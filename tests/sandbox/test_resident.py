@@ -253,3 +253,43 @@ def test_a_resident_whose_set_up_is_refused_hands_commands_to_the_one_shot_jail(
         assert sb._resident is None and "/no/such/proc" in sb._resident_failed, sb._resident_failed
     finally:
         sb.close()
+
+
+def _unprepared(prepare):
+    return None
+
+
+def _other_layer(prepare):
+    return {**prepare, "writable": prepare["writable"][:1]}  # its scratch only, not /dev/null
+
+
+@pytest.mark.parametrize("change", [_unprepared, _other_layer], ids=["nothing-prepared", "other-layer-prepared"])
+def test_a_request_unlike_what_was_prepared_is_set_up_whole(ws, tmpd, monkeypatch, change):
+    """A resident started without `prepare` (or for another write layer) sets each command up
+    entirely when its request comes: the same guarantees."""
+    why = backend_unusable("bwrap")
+    if why:
+        pytest.skip(f"bwrap cannot work here: {why}")
+    from codebelt.sandbox import residency
+
+    original = residency.ResidentJail.__init__
+
+    def start(self, argv, env, preexec, cwd, prepare=None):
+        original(self, argv, env, preexec, cwd, change(prepare))
+
+    monkeypatch.setattr(residency.ResidentJail, "__init__", start)
+    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode="bwrap", name="codebelt-test"))
+    try:
+        if sb.jail.backend != "bwrap" or not sb._stage_abi:
+            pytest.skip(f"no bwrap jail with its Landlock layer here: {sb.jail.reason}")
+        os.mkfifo(ws / "fifo")
+        for _ in range(2):
+            r = jailed(sb, 'ls -A "$TMPDIR" | wc -l; echo x > "$TMPDIR/f" && echo x > /dev/null && echo wrote; '
+                           "touch made 2>/dev/null || echo read-only; "
+                           "timeout 2 sh -c 'echo x > fifo' 2>/dev/null || echo fifo-refused; "
+                           "[ $(ls /proc | grep -cE '^[0-9]+$') -le 5 ] && echo own-proc; echo $$", ws)
+            assert r.stdout.split()[:5] == ["0", "wrote", "read-only", "fifo-refused", "own-proc"], r.stdout
+            assert r.stdout.split()[5] != "1", r.stdout
+        assert sb._resident is not None, sb._resident_failed  # control: the resident ran them
+    finally:
+        sb.close()
