@@ -29,18 +29,19 @@ capability) cannot ptrace it or read its descriptors.
 
 Channel: requests come on one end of a SOCK_SEQPACKET socket pair whose other end only codebelt
 holds; no path, no name, and no command keeps it (each closes every descriptor but its own 0, 1,
-2 and the ones it was given). A request is JSON (argv, env, cwd, tmpfs, masks, binds, the Landlock
-layer's ABI and writable paths, the descriptor number each attached descriptor gets) with
-descriptors attached: first a status socket for that command — its init sends "pid+cred" with a
-pidfd of itself and its pid as credentials as soon as it has read the request, "status RAW" with
-the command's wait status when it is reaped, and closes it by exiting — then the descriptors to
-install. When codebelt closes its end the zygote reading it and the resident exit, and bwrap's
-pid namespace ends whatever is left.
+2 and the ones it was given). A request is JSON (argv, env, cwd, tmpfs, masks, the write
+sandbox's mount steps and namespaces, the Landlock layer's ABI and writable paths, the descriptor
+number each attached descriptor gets) with descriptors attached: first a status socket for that
+command — its init sends "pid+cred" with a pidfd of itself and its pid as credentials as soon as
+it has read the request, "status RAW" with the command's wait status when it is reaped, and
+closes it by exiting — then the descriptors to install. When codebelt closes its end the
+zygote reading it and the resident exit, and bwrap's pid namespace ends whatever is left.
 
 Runs as `python -I -S -c <write_layer.py + this source> [PREPARE] CONTROL_FD` with codebelt's
 interpreter, standard library only (codebelt's package need not be visible in the jail);
-PREPARE is JSON ({"tmpfs", "abi", "writable"}: what requests will ask for, done ahead of time; a
-request asking for something else is set up entirely when it arrives). `WriteLayer` comes from
+PREPARE is JSON ({"tmpfs", "abi", "writable", "ipc", "net"}: what requests will ask for, done
+ahead of time; a request asking for another scratch or layer is set up entirely when it arrives,
+one asking for a namespace not prepared gets it by unshare). `WriteLayer` comes from
 write_layer.py, shared with the one-shot stage.
 """
 
@@ -56,7 +57,8 @@ import struct
 import subprocess
 import sys
 
-CLONE_NEWNS, CLONE_NEWPID = 0x00020000, 0x20000000
+CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWIPC, CLONE_NEWNET = 0x00020000, 0x20000000, 0x08000000, 0x40000000
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 1
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_SET_DUMPABLE = 38, 24, 47, 4
@@ -122,17 +124,48 @@ def mask(path):
         bind_readonly("/dev/null", path)
 
 
-def protect(path, kind):
-    """The write sandbox's protected paths, as bwrap's --bind-try / --ro-bind-try: "pin" binds a
-    directory onto itself (it can then not be renamed or replaced), "ro" re-binds it read-only.
-    A path gone since codebelt listed it is skipped."""
+def apply_mount(op):
+    """One step of a write sandbox command's view, in the order codebelt gave them (bwrap's
+    order: the protected paths, then the masks, then what is shown over a mask):
+    ["pin", dir] binds a directory onto itself (--bind-try: it can then not be renamed or
+    replaced); ["ro", path] re-binds a path read-only (--ro-bind-try); ["mask", path] covers it;
+    ["show", file, path] binds a file read-only over a path (--ro-bind); ["readonly", path]
+    makes that mount read-only here; ["devpts", path] mounts a pty instance of its own there. A
+    path gone since codebelt listed it is skipped, as bwrap's -try options do."""
+    kind, path = op[0], op[-1]
     try:
         if kind == "pin":
-            mount(path, path, None, MS_BIND)
-        else:
+            mount(path, path, None, MS_BIND | MS_REC)
+        elif kind == "ro":
             bind_readonly(path, path)
+        elif kind == "mask":
+            mask(path)
+        elif kind == "show":
+            bind_readonly(op[1], path)
+        elif kind == "readonly":
+            kept = os.statvfs(path).f_flag & (MS_NOSUID | MS_NODEV | MS_NOEXEC)
+            mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | kept)
+        elif kind == "devpts":
+            mount("devpts", path, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620")
+        else:
+            raise ValueError(f"unknown mount step {kind!r}")
     except FileNotFoundError:
-        pass
+        if kind in ("show", "readonly", "devpts"):
+            raise
+
+
+def loopback_up():
+    """Bring up the loopback of a new network namespace (as bwrap does for its own)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        flags = struct.unpack("16sH14s", fcntl.ioctl(s, SIOCGIFFLAGS, struct.pack("16sH14s", b"lo", 0, b"")))[1]
+        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14s", b"lo", flags | IFF_UP, b""))
+
+
+def namespace_flags(spec):
+    """The namespaces besides pid and mount that a request (or what was prepared) asks for: the
+    write sandbox's "ipc" (System V and POSIX queues and segments outlive their creator) and,
+    with the network off, "net" (a port bound or left in TIME_WAIT is the command's alone)."""
+    return (CLONE_NEWIPC if spec.get("ipc") else 0) | (CLONE_NEWNET if spec.get("net") else 0)
 
 
 def drop_bounding_set():
@@ -174,12 +207,12 @@ def close_all_but(keep):
 
 
 
-def clone_into_namespaces():
+def clone_into_namespaces(flags=0):
     """fork() into a new pid and mount namespace: the child is pid 1 of its namespace and a
     child of the resident. A raw clone (os.fork cannot take flags; unshare(CLONE_NEWPID) works
     once per process). Called with the interpreter's lock held (PyDLL) in a single-threaded
     process, so the child goes on like a forked one."""
-    return pylibc.syscall(ctypes.c_long(SYS_CLONE), ctypes.c_ulong(CLONE_NEWPID | CLONE_NEWNS | signal.SIGCHLD),
+    return pylibc.syscall(ctypes.c_long(SYS_CLONE), ctypes.c_ulong(CLONE_NEWPID | CLONE_NEWNS | flags | signal.SIGCHLD),
                           ctypes.c_void_p(0), ctypes.c_void_p(0), ctypes.c_void_p(0), ctypes.c_ulong(0))
 
 
@@ -203,6 +236,8 @@ def get_ready(prepare):
     """What a command's set-up needs before its request: its scratch tmpfs, its /proc, no
     capability for anything it executes, no_new_privs, not dumpable, the write layer's ruleset."""
     mount_tmpfs(prepare.get("tmpfs", ()))
+    if prepare.get("net"):
+        loopback_up()
     mount_proc()
     drop_bounding_set()
     _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")  # as bwrap does
@@ -294,10 +329,17 @@ def init(req, fds, status, prepare, layer, why):
             for path in reversed(prepare.get("tmpfs", ())):
                 _check(libc.umount2(path.encode("utf-8", "surrogateescape"), MNT_DETACH), f"umount {path}")
             mount_tmpfs(req["tmpfs"])
+        extra = namespace_flags(req) & ~namespace_flags(prepare)
+        if namespace_flags(prepare) & ~namespace_flags(req):
+            raise OSError("the resident was prepared with namespaces this command does not ask for")
+        if extra:
+            _check(libc.unshare(extra), "unshare")
+            if extra & CLONE_NEWNET:
+                loopback_up()
         for path in req["masks"]:
             mask(path)
-        for path, kind in req.get("binds", ()):
-            protect(path, kind)
+        for op in [*([kind, path] for path, kind in req.get("binds", ())), *req.get("mounts", ())]:
+            apply_mount(op)
         os.chdir(req["cwd"])
         drop_capabilities()
         if req["abi"]:
@@ -367,7 +409,7 @@ def serve(control, prepare):
         if ready < 0:
             if lost >= 3:
                 raise OSError("its command starters keep ending before they are used")
-            pid = clone_into_namespaces()
+            pid = clone_into_namespaces(namespace_flags(prepare))
             if pid == 0:
                 try:
                     zygote(control, note_w, prepare)
