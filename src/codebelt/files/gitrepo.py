@@ -218,3 +218,29 @@ def _safe_values(path: str) -> list[str]:
                 v = v[1:-1]
             out.append(v)
     return out
+
+
+def object_stores(root: Path, env: Mapping[str, str] | None = None, max_age: float = 0.5) -> tuple[list[Path], str | None]:
+    """git directories a program running in the workspace `root` can read the history of — the
+    repository holding `root` (whatever its objects' place: a linked worktree's common
+    directory, alternates) and every `.git` or bare repository inside it (a second clone, a
+    submodule's) — and, when the tree could not be walked whole in time, why the list may be
+    short. Another user's repository above `root` (refused) holds none of the user's history."""
+    from .scan import shared
+
+    out: list[Path] = []
+    found = find_repository(root, env)
+    if found is not None and found.refused is None and found.git_dir is not None:
+        out.append(found.git_dir)
+    snap = shared(root).snapshot(max_age)
+    for rel, d in snap.dirs.items():
+        names = set(d.names)
+        if ".git" in names:
+            p = snap.path(rel, ".git")
+            if p not in out:
+                out.append(p)
+        if {"HEAD", "objects", "refs"} <= names:  # a bare repository (or a git directory itself)
+            p = snap.path(rel)
+            if p not in out and p.name != ".git":
+                out.append(p)
+    return out, (None if snap.complete else snap.reason or "the tree could not be walked whole in time")
