@@ -220,18 +220,22 @@ def _safe_values(path: str) -> list[str]:
     return out
 
 
-def object_stores(root: Path, env: Mapping[str, str] | None = None, max_age: float = 0.5) -> tuple[list[Path], str | None]:
+def object_stores(root: Path, env: Mapping[str, str] | None = None, max_age: float = 0.5,
+                  first: bool = False) -> tuple[list[Path], str | None]:
     """git directories a program running in the workspace `root` can read the history of — the
     repository holding `root` (whatever its objects' place: a linked worktree's common
     directory, alternates) and every `.git` or bare repository inside it (a second clone, a
     submodule's) — and, when the tree could not be walked whole in time, why the list may be
-    short. Another user's repository above `root` (refused) holds none of the user's history."""
+    short. Another user's repository above `root` (refused) holds none of the user's history.
+    `first`: stop at the first one found (the tree is not walked when `root` is in one)."""
     from .scan import shared
 
     out: list[Path] = []
     found = find_repository(root, env)
     if found is not None and found.refused is None and found.git_dir is not None:
         out.append(found.git_dir)
+        if first:
+            return out, None
     snap = shared(root).snapshot(max_age)
     for rel, d in snap.dirs.items():
         names = set(d.names)

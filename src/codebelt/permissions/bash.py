@@ -240,7 +240,7 @@ def _history_rule(engine: CommandPolicy) -> str | None:
         if rule is None:
             continue
         try:
-            stores, short = object_stores(root)
+            stores, short = object_stores(root, first=True)
         except OSError:
             stores, short = [], "the workspace could not be walked"
         if stores or short:
