@@ -137,9 +137,7 @@ class RipgrepRuns:
         self._roots = roots
         self._unsafe: set[Path] = set()
         files, markers = outside_reads(roots)
-        # another user's ignore files or repository above the roots: left out of the jail's
-        # view; unjailed, rg would read them itself, so it reads no parent's at all
-        self._no_parents = bool(refused_parents(roots))
+        self._refused_parents = refused_parents
         home, xdg = os.environ.get("HOME"), os.environ.get("XDG_CONFIG_HOME")
         self.profile = HelperProfile(
             "ripgrep", readable=(Path(path), *files), system=False, prefer_landlock=True,
@@ -163,7 +161,10 @@ class RipgrepRuns:
             masks = [*self._masks(), *sorted(self._unsafe)]
             argv = _skipping(argv, masks, where)
             if not jailed:
-                if self._no_parents and "--" in argv:
+                # another user's ignore files or repository above the roots (left out of the
+                # jail's view): unjailed, rg would read them itself, so it reads no parent's at
+                # all. Looked at each run: a few lstat calls, and a `.git` may appear any time.
+                if "--" in argv and self._refused_parents(self._roots):
                     at = len(argv) - 1 - argv[::-1].index("--")
                     argv = [*argv[:at], "--no-ignore-parent", *argv[at:]]
                 return argv, env, None
