@@ -41,7 +41,7 @@ import stat
 import struct
 import sys
 
-CLONE_NEWNS, CLONE_NEWPID = 0x00020000, 0x20000000
+CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWIPC = 0x00020000, 0x20000000, 0x08000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT = 38, 24, 47
@@ -103,17 +103,34 @@ def mask(path):
         bind_readonly("/dev/null", path)
 
 
-def protect(path, kind):
-    """The write sandbox's protected paths, as bwrap's --bind-try / --ro-bind-try: "pin" binds a
-    directory onto itself (it can then not be renamed or replaced), "ro" re-binds it read-only.
-    A path gone since codebelt listed it is skipped."""
+def apply_mount(op):
+    """One step of a write sandbox command's view, in the order codebelt gave them (bwrap's
+    order: the protected paths, then the masks, then what is shown over a mask):
+    ["pin", dir] binds a directory onto itself (--bind-try: it can then not be renamed or
+    replaced); ["ro", path] re-binds a path read-only (--ro-bind-try); ["mask", path] covers it;
+    ["show", file, path] binds a file read-only over a path (--ro-bind); ["readonly", path]
+    makes that mount read-only here; ["devpts", path] mounts a pty instance of its own there. A
+    path gone since codebelt listed it is skipped, as bwrap's -try options do."""
+    kind, path = op[0], op[-1]
     try:
         if kind == "pin":
-            mount(path, path, None, MS_BIND)
-        else:
+            mount(path, path, None, MS_BIND | MS_REC)
+        elif kind == "ro":
             bind_readonly(path, path)
+        elif kind == "mask":
+            mask(path)
+        elif kind == "show":
+            bind_readonly(op[1], path)
+        elif kind == "readonly":
+            kept = os.statvfs(path).f_flag & (MS_NOSUID | MS_NODEV | MS_NOEXEC)
+            mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | kept)
+        elif kind == "devpts":
+            mount("devpts", path, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620")
+        else:
+            raise ValueError(f"unknown mount step {kind!r}")
     except FileNotFoundError:
-        pass
+        if kind in ("show", "readonly", "devpts"):
+            raise
 
 
 def drop_capabilities():
@@ -127,12 +144,12 @@ def drop_capabilities():
     _check(libc.capset(ctypes.byref(header), data), "capset")
 
 
-def clone_into_namespaces():
+def clone_into_namespaces(flags=0):
     """fork() into a new pid and mount namespace: the child is pid 1 of its namespace and a
     child of the resident. A raw clone (os.fork cannot take flags; unshare(CLONE_NEWPID) works
     once per process). Called with the interpreter's lock held (PyDLL) in a single-threaded
     process, so the child goes on like a forked one."""
-    return pylibc.syscall(ctypes.c_long(SYS_CLONE), ctypes.c_ulong(CLONE_NEWPID | CLONE_NEWNS | signal.SIGCHLD),
+    return pylibc.syscall(ctypes.c_long(SYS_CLONE), ctypes.c_ulong(CLONE_NEWPID | CLONE_NEWNS | flags | signal.SIGCHLD),
                           ctypes.c_void_p(0), ctypes.c_void_p(0), ctypes.c_void_p(0), ctypes.c_ulong(0))
 
 
@@ -156,8 +173,8 @@ def run_command(req, fds, status):
             mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700" if path != "/dev/shm" else "mode=1777")
         for path in req["masks"]:
             mask(path)
-        for path, kind in req.get("binds", ()):
-            protect(path, kind)
+        for op in req.get("mounts", ()):
+            apply_mount(op)
         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         for name in PROC_READONLY:
             if os.path.exists(f"/proc/{name}"):
@@ -258,7 +275,9 @@ def serve(control):
                 for fd in fds:
                     os.close(fd)
                 continue
-            pid = clone_into_namespaces()
+            # "ipc": an IPC namespace of its own too (the write sandbox's System V and POSIX queues
+            # and segments outlive their creator: they must end with the command)
+            pid = clone_into_namespaces(CLONE_NEWIPC if req.get("ipc") else 0)
             if pid == 0:
                 try:
                     signal.set_wakeup_fd(-1)

@@ -1,0 +1,145 @@
+"""The resident write sandbox (bwrap): one bwrap per session that starts each sandboxed command.
+
+Why: a bwrap per command (namespaces, the view, a private /dev and /proc) costs tens of
+milliseconds on a loaded machine; a clone from a process already inside the view costs a few.
+The server is the read-only jail's (resident.py, residency.py); this module says what it is
+built with and what each command is given.
+
+Built once, at the first sandboxed command (`start_argv`): bwrap with the write sandbox's view
+as the one-shot argv has it before any per-command part — `/` read-only, a private /dev, the
+writable roots and the session's TMPDIR bound read-write, its own pid and IPC namespaces, an empty
+network namespace when the network is off, no terminal — plus the session's limits, cgroups and
+seccomp filter (inherited by every command), keeping only CAP_SYS_ADMIN and CAP_SETPCAP.
+
+Per command, in a new pid, mount and IPC namespace of its own, built as it starts
+(`command_request`), in bwrap's order: a fresh /dev/shm, /dev read-only (the one-shot's /dev is a
+tmpfs thrown away with it; here one /dev serves every command, so nothing may be left in it), a
+pty instance of its own at /dev/pts, the protected paths as they are now (pinned, then
+read-only: one made since the resident started is covered like any other), the Read-deny and
+credential masks of this moment, git's filtered global configuration over its mask, its own
+/proc; then no capability, no_new_privs, and the command. When it ends, its pid namespace ends
+everything it left, and its mount and IPC namespaces (its /dev/shm, ptys, System V and POSIX
+queues and segments) go with it.
+
+What stays one-shot: a command whose network goes through codebelt's proxy (the proxy's
+channel is a descriptor the stage reads at a fixed number, and the stage is an interpreter start
+anyway), the PTY and Codex paths (the runner's choice), and a session whose process cap is an
+RLIMIT_NPROC counted at each spawn (non-root without a pids cgroup: the resident would count it
+once).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from . import bwrap as _bwrap
+from .config import SandboxConfig
+from .jail import mask_plan
+
+MAX_STARTS = 8  # residents started per session (again after a root was replaced or it died); then one-shot
+
+
+def start_argv(bwrap: str, config: SandboxConfig, python: str, source: str) -> list[str]:
+    """bwrap and the resident inside it: the write sandbox's view without the per-command parts."""
+    args = _bwrap.sandbox_args(config, Path("/"), protect=False)
+    # it makes each command's namespaces and mounts: it keeps the capability to, and each command
+    # drops every capability before it runs (resident.py)
+    at = args.index("--cap-drop")
+    args[at:at + 2] = ["--cap-drop", "ALL", "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
+    return [bwrap, *args, "--", python, "-I", "-S", "-c", source]
+
+
+def command_mounts(binds: list[tuple[Path, str]], masked: "list[Path] | tuple[Path, ...]",
+                   overlays: "list[tuple[Path, Path]] | tuple[()]") -> list[list[str]]:
+    """The mount steps of one command (resident.apply_mount), in the one-shot argv's order."""
+    ops = [["readonly", "/dev"], ["devpts", "/dev/pts"]]
+    ops += [[kind, str(p)] for p, kind in binds]
+    ops += [["mask", str(p)] for p, _ in mask_plan(masked)]
+    ops += [["show", str(src), str(dest)] for src, dest in overlays]
+    return ops
+
+
+def command_request(argv: list[str], env: dict, cwd: Path, binds: list[tuple[Path, str]],
+                    masked: "list[Path] | tuple[Path, ...]", overlays) -> dict:
+    return {
+        "argv": argv, "env": env, "cwd": str(cwd), "tmpfs": ["/dev/shm"], "abi": 0, "writable": [],
+        "masks": [], "mounts": command_mounts(binds, masked, overlays), "ipc": True,
+    }
+
+
+def stamps(paths: "tuple[Path, ...] | list[Path]") -> tuple:
+    """What the resident's view depends on besides the paths: the directories it bound, by inode
+    (one removed and made again would be the old, deleted one in its view)."""
+    out = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+            out.append((st.st_dev, st.st_ino))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+class ResidentSandbox:
+    """The session's resident write sandbox: `start()` makes one (a residency.ResidentJail), at
+    the first command, and again when a directory it bound was replaced or it died."""
+
+    def __init__(self, start: Callable[[], Any]):
+        self._start = start
+        self._lock = threading.Lock()
+        self._current: Any = None
+        self._old: list[Any] = []  # replaced ones, ended at close (their commands may run)
+        self._starts = 0
+        self.failed = ""  # why it does not work here ("" until it failed)
+
+    def _resident(self, now: tuple):
+        from .residency import ResidentUnavailable
+
+        with self._lock:
+            current = self._current
+            if current is not None and (current.stamps != now or not current.alive):
+                self._old.append(current)
+                self._current = current = None
+            if current is None:
+                if self.failed or self._starts >= MAX_STARTS:
+                    return None
+                self._starts += 1
+                try:
+                    current = self._start()
+                except (OSError, ResidentUnavailable) as e:
+                    self.failed = str(e) or type(e).__name__
+                    return None
+                current.stamps = now
+                self._current = current
+            return current
+
+    def launcher(self, now: tuple, request: dict) -> "Callable[[dict[int, int]], Any] | None":
+        """`launch(fds)` starting the command of `request` in the resident, or None when there
+        is none (the caller spawns the one-shot argv). `now`: `stamps` of the bound directories."""
+        from .residency import ResidentUnavailable
+
+        resident = self._resident(now)
+        if resident is None:
+            return None
+
+        def launch(fds: dict[int, int]):
+            try:
+                return resident.launch(request, fds)
+            except ResidentUnavailable:
+                return None  # gone or the request too large: the caller spawns the one-shot argv
+
+        return launch
+
+    @property
+    def current(self):
+        return self._current
+
+    def close(self) -> None:
+        with self._lock:
+            residents = [r for r in (self._current, *self._old) if r is not None]
+            self._current, self._old = None, []
+        for r in residents:
+            r.close()
