@@ -328,10 +328,9 @@ class Sandbox:
 
         with self._resident_lock:
             if self._sandbox_resident is None:
-                self._sandbox_resident = _rs.ResidentSandbox(start)
+                self._sandbox_resident = _rs.ResidentSandbox(start, self.config.writable)
             slot = self._sandbox_resident
-        return slot.launcher(_rs.stamps(self.config.writable),
-                             _rs.command_request(argv, env, cwd, binds, masked, overlays))
+        return slot.launcher(_rs.command_request(argv, env, cwd, binds, masked, overlays, self.config.network))
 
     def _preexec(self, pairs, restrict, install_filter, subreaper: bool = False,
                  cgroups: bool = True) -> Callable[[], None]:

@@ -41,7 +41,8 @@ import stat
 import struct
 import sys
 
-CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWIPC = 0x00020000, 0x20000000, 0x08000000
+CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWIPC, CLONE_NEWNET = 0x00020000, 0x20000000, 0x08000000, 0x40000000
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 1
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT = 38, 24, 47
@@ -133,6 +134,13 @@ def apply_mount(op):
             raise
 
 
+def loopback_up():
+    """Bring up the loopback of a new network namespace (as bwrap does for its own)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        flags = struct.unpack("16sH14s", fcntl.ioctl(s, SIOCGIFFLAGS, struct.pack("16sH14s", b"lo", 0, b"")))[1]
+        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14s", b"lo", flags | IFF_UP, b""))
+
+
 def drop_capabilities():
     """No capability for the command or anything it executes, uid 0 included: bounding set,
     ambient set, and the effective, permitted and inheritable sets all emptied."""
@@ -175,6 +183,8 @@ def run_command(req, fds, status):
             mask(path)
         for op in req.get("mounts", ()):
             apply_mount(op)
+        if req.get("net"):
+            loopback_up()
         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         for name in PROC_READONLY:
             if os.path.exists(f"/proc/{name}"):
@@ -275,9 +285,10 @@ def serve(control):
                 for fd in fds:
                     os.close(fd)
                 continue
-            # "ipc": an IPC namespace of its own too (the write sandbox's System V and POSIX queues
-            # and segments outlive their creator: they must end with the command)
-            pid = clone_into_namespaces(CLONE_NEWIPC if req.get("ipc") else 0)
+            # the write sandbox asks for an IPC namespace of its own ("ipc": System V and POSIX
+            # queues and segments outlive their creator) and, with the network off, a network
+            # namespace ("net": a port bound or left in TIME_WAIT is the command's alone)
+            pid = clone_into_namespaces((CLONE_NEWIPC if req.get("ipc") else 0) | (CLONE_NEWNET if req.get("net") else 0))
             if pid == 0:
                 try:
                     signal.set_wakeup_fd(-1)

@@ -48,7 +48,8 @@ def start_argv(bwrap: str, config: SandboxConfig, python: str, source: str) -> l
     # it makes each command's namespaces and mounts: it keeps the capability to, and each command
     # drops every capability before it runs (resident.py)
     at = args.index("--cap-drop")
-    args[at:at + 2] = ["--cap-drop", "ALL", "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP"]
+    args[at:at + 2] = ["--cap-drop", "ALL", "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP",
+                       *(["--cap-add", "CAP_NET_ADMIN"] if not config.network else [])]
     return [bwrap, *args, "--", python, "-I", "-S", "-c", source]
 
 
@@ -63,65 +64,91 @@ def command_mounts(binds: list[tuple[Path, str]], masked: "list[Path] | tuple[Pa
 
 
 def command_request(argv: list[str], env: dict, cwd: Path, binds: list[tuple[Path, str]],
-                    masked: "list[Path] | tuple[Path, ...]", overlays) -> dict:
+                    masked: "list[Path] | tuple[Path, ...]", overlays, network: bool) -> dict:
     return {
         "argv": argv, "env": env, "cwd": str(cwd), "tmpfs": ["/dev/shm"], "abi": 0, "writable": [],
-        "masks": [], "mounts": command_mounts(binds, masked, overlays), "ipc": True,
+        "masks": [], "mounts": command_mounts(binds, masked, overlays), "ipc": True, "net": not network,
     }
 
 
-def stamps(paths: "tuple[Path, ...] | list[Path]") -> tuple:
-    """What the resident's view depends on besides the paths: the directories it bound, by inode
-    (one removed and made again would be the old, deleted one in its view)."""
-    out = []
-    for p in paths:
-        try:
-            st = os.stat(p)
-            out.append((st.st_dev, st.st_ino))
-        except OSError:
-            out.append(None)
-    return tuple(out)
+class Bound:
+    """The directories a resident bound, held open from before it started: a directory removed
+    and made again (the resident would still show the old, deleted one) is told apart by inode
+    — which cannot be handed to the new one while this holds the old."""
+
+    def __init__(self, paths: "tuple[Path, ...] | list[Path]"):
+        self.paths = tuple(paths)
+        self._fds = []
+        for p in self.paths:
+            try:
+                self._fds.append(os.open(p, os.O_PATH | os.O_CLOEXEC))
+            except OSError:
+                self._fds.append(-1)
+
+    def current(self) -> bool:
+        for p, fd in zip(self.paths, self._fds):
+            try:
+                now = os.stat(p)
+            except OSError:
+                now = None
+            if fd < 0 or now is None:
+                if (fd < 0) != (now is None):
+                    return False
+                continue
+            held = os.fstat(fd)
+            if (held.st_dev, held.st_ino) != (now.st_dev, now.st_ino):
+                return False
+        return True
+
+    def close(self) -> None:
+        for fd in self._fds:
+            if fd >= 0:
+                os.close(fd)
+        self._fds = [-1] * len(self._fds)
 
 
 class ResidentSandbox:
     """The session's resident write sandbox: `start()` makes one (a residency.ResidentJail), at
     the first command, and again when a directory it bound was replaced or it died."""
 
-    def __init__(self, start: Callable[[], Any]):
+    def __init__(self, start: Callable[[], Any], paths: "tuple[Path, ...] | list[Path]"):
         self._start = start
+        self._paths = tuple(paths)
         self._lock = threading.Lock()
         self._current: Any = None
         self._old: list[Any] = []  # replaced ones, ended at close (their commands may run)
         self._starts = 0
         self.failed = ""  # why it does not work here ("" until it failed)
 
-    def _resident(self, now: tuple):
+    def _resident(self):
         from .residency import ResidentUnavailable
 
         with self._lock:
             current = self._current
-            if current is not None and (current.stamps != now or not current.alive):
+            if current is not None and (not current.bound.current() or not current.alive):
                 self._old.append(current)
                 self._current = current = None
             if current is None:
                 if self.failed or self._starts >= MAX_STARTS:
                     return None
                 self._starts += 1
+                bound = Bound(self._paths)  # before the start: what it binds is at least this new
                 try:
                     current = self._start()
                 except (OSError, ResidentUnavailable) as e:
+                    bound.close()
                     self.failed = str(e) or type(e).__name__
                     return None
-                current.stamps = now
+                current.bound = bound
                 self._current = current
             return current
 
-    def launcher(self, now: tuple, request: dict) -> "Callable[[dict[int, int]], Any] | None":
+    def launcher(self, request: dict) -> "Callable[[dict[int, int]], Any] | None":
         """`launch(fds)` starting the command of `request` in the resident, or None when there
-        is none (the caller spawns the one-shot argv). `now`: `stamps` of the bound directories."""
+        is none (the caller spawns the one-shot argv)."""
         from .residency import ResidentUnavailable
 
-        resident = self._resident(now)
+        resident = self._resident()
         if resident is None:
             return None
 
@@ -143,3 +170,4 @@ class ResidentSandbox:
             self._current, self._old = None, []
         for r in residents:
             r.close()
+            r.bound.close()
