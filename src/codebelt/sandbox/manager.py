@@ -296,8 +296,9 @@ class Sandbox:
             binds = _bwrap.protected_binds(c) if create else []
             overlays = self._gitconfig_copies() if unasked else []
             # the proxy's channel and a process cap counted at each spawn stay one-shot
-            # (resident_sandbox.py says why)
-            if create and network is None and nproc is None and self.resident_sandbox:
+            # (resident_sandbox.py says why), and a program named without its path (bwrap looks
+            # it up in PATH, the resident does not)
+            if create and network is None and nproc is None and self.resident_sandbox and argv[0].startswith("/"):
                 launch = self._sandbox_launch(pairs, install, argv, cwd, env, binds, masked or [], overlays)
             argv = _bwrap.wrap_argv(self.bwrap_path or "bwrap", c, argv, cwd, protect=create, masked=masked or (),
                                     overlays=overlays, binds=binds)
