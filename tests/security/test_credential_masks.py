@@ -177,6 +177,26 @@ def test_unasked_sandbox_commands_see_no_credential_and_a_filtered_gitconfig(how
 
 
 @pytest.mark.parametrize("how", ["bwrap", "bwrap-one-shot"])
+def test_a_linked_gitconfig_is_shown_filtered(how, home, tmp_path, monkeypatch):
+    """~/.gitconfig a link to a dotfiles repository: masked at its target, and the filtered copy
+    shown there (the command starts, git still knows who commits, no token)."""
+    write_sandbox(how, monkeypatch)
+    (home / "dotfiles").mkdir()
+    (home / ".gitconfig").rename(home / "dotfiles" / "gitconfig")
+    (home / ".gitconfig").symlink_to(home / "dotfiles" / "gitconfig")
+    ws = home / "project"
+    tmpd = tmp_path / "t"
+    tmpd.mkdir()
+    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd, mode="bwrap", name="codebelt-test"))
+    try:
+        out = _sandboxed(sb.wrapper(lambda: [], unasked=True),
+                         "git config --global user.name; cat ~/dotfiles/gitconfig ~/.gitconfig", ws)
+    finally:
+        sb.close()
+    assert out.startswith("Ada Example\n") and not _leaks(out), out
+
+
+@pytest.mark.parametrize("how", ["bwrap", "bwrap-one-shot"])
 def test_through_a_session_auto_allowed_in_the_sandbox(how, home, make_session, monkeypatch):
     write_sandbox(how, monkeypatch)  # sandboxed auto-allow needs bwrap
     s = make_session(home / "project", settings={"sandbox": {"mode": "bwrap", "autoAllowBash": True}})

@@ -660,7 +660,9 @@ class Sandbox:
             tmp = copy.with_suffix(".new")
             tmp.write_text(filtered_gitconfig(text))
             os.replace(tmp, copy)
-            out.append((copy, original))
+            # shown where the file is: a bind follows a link only inside codebelt's own view (the
+            # one-shot bwrap could not create a link's absolute target in its new root, and failed)
+            out.append((copy, Path(os.path.realpath(original))))
         return out
 
     def _masked_write_ruleset(self, masked: list[Path]):
