@@ -79,7 +79,7 @@ def spawn(wrapped, cwd: Path, timeout: float = 60, one_shot: bool = False) -> su
     resident sandbox's launch when there is one (unless `one_shot`), else the argv spawned."""
     argv, env, preexec = wrapped[:3]
     launch = None if one_shot else getattr(wrapped, "launch", None)
-    if argv[0].endswith("bwrap") and Sandbox.resident_sandbox and not one_shot and len(wrapped) == 3:
+    if argv[0].endswith("bwrap") and Sandbox.resident_sandbox == "now" and not one_shot and len(wrapped) == 3:
         assert launch is not None, "the resident write sandbox did not start: the table would test one-shot only"
     if launch is not None:
         return _launched(launch, argv, timeout)
@@ -96,14 +96,15 @@ WRITE_SANDBOXES = ("bwrap", "bwrap-one-shot", "landlock")
 
 
 def write_sandbox(name: str, monkeypatch) -> str:
-    """The backend of a WRITE_SANDBOXES entry (skipped where it cannot work); for the one-shot
-    one, every Sandbox made during the test (a Session's too) spawns one bwrap per command."""
+    """The backend of a WRITE_SANDBOXES entry (skipped where it cannot work). For every Sandbox
+    made during the test (a Session's too): bwrap's resident started by the first command, which
+    waits for it (not in the background: every command of the test then starts in it), or for the
+    one-shot entry, one bwrap per command."""
     backend = name.removesuffix("-one-shot")
     why = backend_unusable(backend)
     if why:
         pytest.skip(f"{backend} cannot work on this machine: {why}")
-    if name.endswith("-one-shot"):
-        monkeypatch.setattr(Sandbox, "resident_sandbox", False)
+    monkeypatch.setattr(Sandbox, "resident_sandbox", False if name.endswith("-one-shot") else "now")
     return backend
 
 

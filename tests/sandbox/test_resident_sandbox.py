@@ -24,10 +24,11 @@ from .conftest import backend_unusable, spawn
 
 
 @pytest.fixture
-def resident(ws: Path, tmpd: Path):
+def resident(ws: Path, tmpd: Path, monkeypatch):
     why = backend_unusable("bwrap")
     if why:
         pytest.skip(f"bwrap cannot work here: {why}")
+    monkeypatch.setattr(Sandbox, "resident_sandbox", "now")  # every command in it, the first included
     sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode="bwrap", name="codebelt-test"))
     yield sb
     sb.close()
@@ -148,13 +149,23 @@ def test_a_replaced_root_or_a_dead_resident_gets_a_new_one(resident, ws, tmpd):
 
 @pytest.mark.parametrize("resident_on", [True, False])
 def test_the_bash_tool_starts_sandboxed_commands_in_the_resident(resident_on, ws, monkeypatch):
+    """As a session runs: the first command takes the one-shot argv while the resident starts in
+    the background, the next ones start in it (the one-shot's pid 1 is bwrap, the resident's not)."""
     if backend_unusable("bwrap"):
         pytest.skip("bwrap cannot work here")
     monkeypatch.setattr(Sandbox, "resident_sandbox", resident_on)
     (ws / ".env").write_text("A=1\n")
+    command = ("touch made.txt; python3 -c \"print('PID1=' + open('/proc/1/cmdline').read().split(chr(0))[0]); "
+               "open('.e'+'nv', 'a').write('B=2')\"")
     with Session(ws, settings={"sandbox": {"mode": "bwrap", "autoAllowBash": True}}, load_user_settings=False,
                  audit=False) as s:
-        result = s.call("Bash", {"command": "touch made.txt; python3 -c \"open('.e'+'nv', 'a').write('B=2')\";"})
+        bwrap = f"PID1={s.sandbox().bwrap_path}\n"
+        first = s.call("Bash", {"command": command})
+        assert bwrap in first.text, first.text  # one-shot, whatever the setting
         slot = s.sandbox()._sandbox_resident
-        assert (slot is not None and slot.current is not None) == resident_on, result.text
-    assert (ws / "made.txt").exists() and (ws / ".env").read_text() == "A=1\n", result.text
+        if slot is not None:
+            slot.wait_started(30)
+        assert (slot is not None and slot.current is not None) == resident_on
+        then = s.call("Bash", {"command": command})
+        assert (bwrap in then.text) != resident_on, then.text
+    assert (ws / "made.txt").exists() and (ws / ".env").read_text() == "A=1\n", (first.text, then.text)

@@ -57,8 +57,7 @@ SETTINGS = {"sandbox": {"mode": "bwrap", "autoAllowBash": True}}
 def how(request, monkeypatch) -> str:
     """Every case in bwrap's resident write sandbox (what the Bash runner uses) and in a bwrap
     built for the one command (the PTY path, the fallback)."""
-    if request.param == "one-shot":
-        monkeypatch.setattr(Sandbox, "resident_sandbox", False)
+    monkeypatch.setattr(Sandbox, "resident_sandbox", "now" if request.param == "resident" else False)
     return request.param
 
 

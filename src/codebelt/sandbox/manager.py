@@ -118,9 +118,10 @@ class Sandbox:
     """
 
     closes_last = True  # a session closes it after what runs inside it (commands, helpers)
-    # sandboxed (bwrap) commands start in the session's resident write sandbox; False: one bwrap
-    # each (what the PTY path and the fallback spawn anyway)
-    resident_sandbox = True
+    # sandboxed (bwrap) commands start in the session's resident write sandbox, once it has
+    # started in the background ("now": started by the first command, which waits for it); False:
+    # one bwrap each (what the PTY path and the fallback spawn anyway)
+    resident_sandbox: "bool | str" = True
 
     def __init__(self, config: SandboxConfig):
         self.cap: ProcessCap | None = None
@@ -329,7 +330,8 @@ class Sandbox:
 
         with self._resident_lock:
             if self._sandbox_resident is None:
-                self._sandbox_resident = _rs.ResidentSandbox(start, self.config.writable)
+                self._sandbox_resident = _rs.ResidentSandbox(start, self.config.writable,
+                                                             wait=self.resident_sandbox == "now")
             slot = self._sandbox_resident
         return slot.launcher(_rs.command_request(argv, env, cwd, binds, masked, overlays, self.config.network))
 

@@ -109,39 +109,61 @@ class Bound:
 
 class ResidentSandbox:
     """The session's resident write sandbox: `start()` makes one (a residency.ResidentJail), at
-    the first command, and again when a directory it bound was replaced or it died."""
+    the first command, and again when a directory it bound was replaced or it died. Started in
+    the background (`wait=False`): a start costs several one-shot commands, and a session that
+    runs one command (`codebelt call Bash`) must not pay it — commands take the one-shot argv
+    until it is ready. `wait=True` starts it in the caller and uses it at once (tests)."""
 
-    def __init__(self, start: Callable[[], Any], paths: "tuple[Path, ...] | list[Path]"):
+    def __init__(self, start: Callable[[], Any], paths: "tuple[Path, ...] | list[Path]", wait: bool = False):
         self._start = start
         self._paths = tuple(paths)
+        self._wait = wait
         self._lock = threading.Lock()
         self._current: Any = None
         self._old: list[Any] = []  # replaced ones, ended at close (their commands may run)
+        self._starting: threading.Thread | None = None
         self._starts = 0
+        self._closed = False
         self.failed = ""  # why it does not work here ("" until it failed)
 
     def _resident(self):
-        from .residency import ResidentUnavailable
-
         with self._lock:
             current = self._current
             if current is not None and (not current.bound.current() or not current.alive):
                 self._old.append(current)
                 self._current = current = None
-            if current is None:
-                if self.failed or self._starts >= MAX_STARTS:
-                    return None
-                self._starts += 1
-                bound = Bound(self._paths)  # before the start: what it binds is at least this new
-                try:
-                    current = self._start()
-                except (OSError, ResidentUnavailable) as e:
-                    bound.close()
-                    self.failed = str(e) or type(e).__name__
-                    return None
-                current.bound = bound
-                self._current = current
-            return current
+            if current is not None or self._starting is not None or self._closed:
+                return current
+            if self.failed or self._starts >= MAX_STARTS:
+                return None
+            self._starts += 1
+            self._starting = threading.Thread(target=self._start_one, name="codebelt-resident-sandbox-start",
+                                              daemon=True)
+            self._starting.start()
+            starting = self._starting
+        if not self._wait:
+            return None
+        starting.join()
+        return self._current
+
+    def _start_one(self) -> None:
+        from .residency import ResidentUnavailable
+
+        bound = Bound(self._paths)  # before the start: what it binds is at least this new
+        resident, failed = None, ""
+        try:
+            resident = self._start()
+            resident.bound = bound
+        except (OSError, ResidentUnavailable) as e:
+            bound.close()
+            failed = str(e) or type(e).__name__
+        with self._lock:
+            self._starting = None
+            self.failed = self.failed or failed
+            if resident is not None and self._closed:
+                self._old.append(resident)  # closed meanwhile: ended below, by close()
+            elif resident is not None:
+                self._current = resident
 
     def launcher(self, request: dict) -> "Callable[[dict[int, int]], Any] | None":
         """`launch(fds)` starting the command of `request` in the resident, or None when there
@@ -164,7 +186,18 @@ class ResidentSandbox:
     def current(self):
         return self._current
 
+    def wait_started(self, timeout: float) -> None:
+        """Until a start under way has ended (made one, or failed)."""
+        starting = self._starting
+        if starting is not None:
+            starting.join(timeout)
+
     def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            starting = self._starting
+        if starting is not None:
+            starting.join()  # bounded: the start gives up after residency.START_TIMEOUT
         with self._lock:
             residents = [r for r in (self._current, *self._old) if r is not None]
             self._current, self._old = None, []
