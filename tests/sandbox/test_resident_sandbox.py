@@ -169,3 +169,16 @@ def test_the_bash_tool_starts_sandboxed_commands_in_the_resident(resident_on, ws
         then = s.call("Bash", {"command": command})
         assert (bwrap in then.text) != resident_on, then.text
     assert (ws / "made.txt").exists() and (ws / ".env").read_text() == "A=1\n", (first.text, then.text)
+
+
+def test_a_set_up_refused_here_leaves_commands_to_the_one_shot_argv(resident, ws, monkeypatch):
+    """A step of the per-command set-up that this machine refuses (here: a mount step the resident
+    does not know) is found by the start's probe: commands then take the one-shot argv and run."""
+    from codebelt.sandbox import resident_sandbox
+
+    real = resident_sandbox.command_mounts
+    monkeypatch.setattr(resident_sandbox, "command_mounts", lambda *a: [["refused", "/dev"], *real(*a)])
+    wrapped = resident.wrapper()(["/bin/bash", "-c", "echo ran"], ws, dict(os.environ))
+    assert wrapped.launch is None and "refused" in resident._sandbox_resident.failed
+    r = spawn(wrapped, ws, one_shot=True)
+    assert r.stdout.strip() == "ran", r.stdout

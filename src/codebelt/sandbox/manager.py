@@ -325,8 +325,21 @@ class Sandbox:
 
         def start():
             argv = _rs.start_argv(self.bwrap_path or "bwrap", self.config, STAGE_PYTHON, resident_source())
-            return ResidentJail(argv, {"PATH": os.defpath, "LANG": "C.UTF-8"}, self._preexec(pairs, None, install),
-                                Path("/"))
+            resident = ResidentJail(argv, {"PATH": os.defpath, "LANG": "C.UTF-8"},
+                                    self._preexec(pairs, None, install), Path("/"))
+            # `true` through a command's whole set-up: where a step of it is refused here (a pty
+            # instance, a second /proc), every command would fail; the one-shot argv runs them
+            with tempfile.TemporaryFile() as err:
+                try:
+                    probe = resident.launch(_rs.command_request([TRUE], {}, Path("/"), [], [], [], self.config.network),
+                                            {1: err.fileno(), 2: err.fileno()})
+                    if probe.wait(PROBE_TIMEOUT) != 0:
+                        err.seek(0)
+                        raise OSError(f"`true` failed in it ({err.read(300).decode(errors='replace').strip()})")
+                except BaseException:
+                    resident.close()
+                    raise
+            return resident
 
         with self._resident_lock:
             if self._sandbox_resident is None:
