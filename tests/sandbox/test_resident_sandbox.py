@@ -118,11 +118,16 @@ def test_nothing_carries_over_between_commands(resident, ws):
 def test_commands_running_together_each_have_their_own(resident, ws):
     sb = resident
     with tempfile.TemporaryFile() as out:
-        long = start(sb, "echo held > /dev/shm/mine; ipcmk -Q >/dev/null; sleep 30", ws, out)
+        long = start(sb, "echo held > /dev/shm/mine; ipcmk -Q >/dev/null; ls /dev/shm; ipcs -q | grep -c 0x; "
+                         "echo READY; sleep 30", ws, out)
         try:
-            r = run(sb, "ls -A /dev/shm | wc -l; ipcs -q | grep -c 0x; ls /proc | grep -cE '^[0-9]+$'", ws)
-            counts = r.stdout.split()
-            assert counts[:2] == ["0", "0"] and int(counts[2]) <= 3, r.stdout
+            deadline = time.monotonic() + 20
+            while b"READY" not in (text := os.pread(out.fileno(), 4096, 0)) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert text.split() == [b"mine", b"1", b"READY"], text  # control: it has them
+            r = run(sb, "ls -A /dev/shm | wc -l; ipcs -q | grep -c 0x; "
+                        "cat /proc/[0-9]*/cmdline | tr '\\0' ' ' | grep -c 'sleep 3[0]'", ws)
+            assert r.stdout.split() == ["0", "0", "0"], r.stdout
         finally:
             long.kill()
             long.wait(10)
