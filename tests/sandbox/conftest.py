@@ -71,9 +71,16 @@ def run(sb: Sandbox, command: str, cwd: Path, timeout: float = 30,
     stdout+stderr."""
     wrap = sb.wrapper()
     assert wrap is not None
-    wrapped = wrap(["/bin/bash", "-c", command], cwd, dict(os.environ))
+    return spawn(wrap(["/bin/bash", "-c", command], cwd, dict(os.environ)), cwd, timeout, one_shot)
+
+
+def spawn(wrapped, cwd: Path, timeout: float = 60, one_shot: bool = False) -> subprocess.CompletedProcess:
+    """Start what a write sandbox's wrapper returned the way the Bash runner does: through the
+    resident sandbox's launch when there is one (unless `one_shot`), else the argv spawned."""
     argv, env, preexec = wrapped[:3]
     launch = None if one_shot else getattr(wrapped, "launch", None)
+    if argv[0].endswith("bwrap") and Sandbox.resident_sandbox == "now" and not one_shot and len(wrapped) == 3:
+        assert launch is not None, "the resident write sandbox did not start: the table would test one-shot only"
     if launch is not None:
         return _launched(launch, argv, timeout)
     return subprocess.run(
@@ -81,6 +88,24 @@ def run(sb: Sandbox, command: str, cwd: Path, timeout: float = 30,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout,
         start_new_session=True,
     )
+
+
+# The write sandbox three ways: bwrap started by the session's resident sandbox (what the Bash
+# runner uses), bwrap built for the one command (the PTY path, the proxy, the fallback), Landlock.
+WRITE_SANDBOXES = ("bwrap", "bwrap-one-shot", "landlock")
+
+
+def write_sandbox(name: str, monkeypatch) -> str:
+    """The backend of a WRITE_SANDBOXES entry (skipped where it cannot work). For every Sandbox
+    made during the test (a Session's too): bwrap's resident started by the first command, which
+    waits for it (not in the background: every command of the test then starts in it), or for the
+    one-shot entry, one bwrap per command."""
+    backend = name.removesuffix("-one-shot")
+    why = backend_unusable(backend)
+    if why:
+        pytest.skip(f"{backend} cannot work on this machine: {why}")
+    monkeypatch.setattr(Sandbox, "resident_sandbox", False if name.endswith("-one-shot") else "now")
+    return backend
 
 
 def _launched(launch, argv: list[str], timeout: float) -> subprocess.CompletedProcess:

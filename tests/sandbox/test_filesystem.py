@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import run
+from .conftest import WRITE_SANDBOXES, run, write_sandbox
 
 OK, FAIL = True, False
 LANDLOCK_SCOPES = "landlock-abi6"  # refused by Landlock only when it has signal scoping (ABI >= 6)
@@ -67,6 +67,13 @@ CASES = [
     ("nested-claude", "echo '{{}}' > pkg/.claude/settings.json", {"bwrap": FAIL, "landlock": OK}, None),
     ("nested-dotenv", "echo X=1 >> pkg/.env.local", {"bwrap": FAIL, "landlock": OK}, None),
 ]
+
+
+@pytest.fixture(params=WRITE_SANDBOXES)
+def backend(request, monkeypatch) -> str:
+    """Every case in each write sandbox: bwrap in the session's resident sandbox and built per
+    command, and Landlock."""
+    return write_sandbox(request.param, monkeypatch)
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 from codebelt.sandbox import Sandbox, SandboxConfig
 from codebelt.sandbox.credentials import CREDENTIAL_FILES, GITCONFIG_FILES
 
-from ..sandbox.conftest import backend_unusable
+from ..sandbox.conftest import backend_unusable, spawn, write_sandbox
 
 GITCONFIG = """[user]
 \tname = Ada Example
@@ -124,6 +124,11 @@ def _run(wrap, command: str, cwd: Path) -> str:
             done()
 
 
+def _sandboxed(wrap, command: str, cwd: Path) -> str:
+    """A write sandbox command, started as the Bash runner starts it (resident or one-shot)."""
+    return spawn(wrap(["/bin/bash", "-c", command], cwd, dict(os.environ)), cwd).stdout
+
+
 def _leaks(out: str) -> list[str]:
     found = [e for e, _ in CREDENTIAL_FILES if _secret(e) in out]
     return found + [f"gitconfig:{t}" for t in ("GITTOKEN111", "GITTOKEN222", "GITTOKEN333", "GITTOKEN444",
@@ -149,31 +154,51 @@ def test_the_jail_masks_every_credential_file_of_a_visible_home(backend, home, t
         sb.close()
 
 
-def test_unasked_sandbox_commands_see_no_credential_and_a_filtered_gitconfig(home, tmp_path):
-    if backend_unusable("bwrap"):
-        pytest.skip("bwrap cannot work here (sandboxed auto-allow needs it)")
+@pytest.mark.parametrize("how", ["bwrap", "bwrap-one-shot"])
+def test_unasked_sandbox_commands_see_no_credential_and_a_filtered_gitconfig(how, home, tmp_path, monkeypatch):
+    write_sandbox(how, monkeypatch)  # sandboxed auto-allow needs bwrap
     ws = home / "project"
     tmpd = tmp_path / "t"
     tmpd.mkdir()
     sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd, mode="bwrap", name="codebelt-test"))
     try:
-        out = _run(sb.wrapper(lambda: [], unasked=True), _cat_all(home), ws)
+        out = _sandboxed(sb.wrapper(lambda: [], unasked=True), _cat_all(home), ws)
         assert not _leaks(out), (_leaks(out), out[-3000:])
         # git still knows who commits, and its harmless settings
-        ident = _run(sb.wrapper(lambda: [], unasked=True),
-                     "git config --global user.name; git config --global alias.st", ws)
+        ident = _sandboxed(sb.wrapper(lambda: [], unasked=True),
+                           "git config --global user.name; git config --global alias.st", ws)
         assert ident.split("\n")[:2] == ["Ada Example", "status"], ident
         # an approved command sees them: the person approved it (a push needs them)
-        approved = _run(sb.wrapper(lambda: []), "cat ~/.git-credentials; git config --global github.token", ws)
+        approved = _sandboxed(sb.wrapper(lambda: []), "cat ~/.git-credentials; git config --global github.token", ws)
         assert _secret(".git-credentials") in approved and "GITTOKEN444" in approved, approved
     finally:
         sb.close()
     assert (home / ".gitconfig").read_text() == GITCONFIG  # the original, untouched
 
 
-def test_through_a_session_auto_allowed_in_the_sandbox(home, make_session):
-    if backend_unusable("bwrap"):
-        pytest.skip("bwrap cannot work here (sandboxed auto-allow needs it)")
+@pytest.mark.parametrize("how", ["bwrap", "bwrap-one-shot"])
+def test_a_linked_gitconfig_is_shown_filtered(how, home, tmp_path, monkeypatch):
+    """~/.gitconfig a link to a dotfiles repository: masked at its target, and the filtered copy
+    shown there (the command starts, git still knows who commits, no token)."""
+    write_sandbox(how, monkeypatch)
+    (home / "dotfiles").mkdir()
+    (home / ".gitconfig").rename(home / "dotfiles" / "gitconfig")
+    (home / ".gitconfig").symlink_to(home / "dotfiles" / "gitconfig")
+    ws = home / "project"
+    tmpd = tmp_path / "t"
+    tmpd.mkdir()
+    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd, mode="bwrap", name="codebelt-test"))
+    try:
+        out = _sandboxed(sb.wrapper(lambda: [], unasked=True),
+                         "git config --global user.name; cat ~/dotfiles/gitconfig ~/.gitconfig", ws)
+    finally:
+        sb.close()
+    assert out.startswith("Ada Example\n") and not _leaks(out), out
+
+
+@pytest.mark.parametrize("how", ["bwrap", "bwrap-one-shot"])
+def test_through_a_session_auto_allowed_in_the_sandbox(how, home, make_session, monkeypatch):
+    write_sandbox(how, monkeypatch)  # sandboxed auto-allow needs bwrap
     s = make_session(home / "project", settings={"sandbox": {"mode": "bwrap", "autoAllowBash": True}})
     command = ("touch made.txt && python3 -c \"import os,subprocess; h=os.path.expanduser('~')\n"
                "for p in ('.git-'+'credentials', '.ne'+'trc', '.ss'+'h/secret'):\n"

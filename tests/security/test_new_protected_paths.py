@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from codebelt import Session
+from codebelt.sandbox import Sandbox
 
 
 def py(path: str, text: str = "x") -> str:
@@ -50,6 +51,14 @@ CASES = [
 ]
 
 SETTINGS = {"sandbox": {"mode": "bwrap", "autoAllowBash": True}}
+
+
+@pytest.fixture(autouse=True, params=["resident", "one-shot"])
+def how(request, monkeypatch) -> str:
+    """Every case in bwrap's resident write sandbox (what the Bash runner uses) and in a bwrap
+    built for the one command (the PTY path, the fallback)."""
+    monkeypatch.setattr(Sandbox, "resident_sandbox", "now" if request.param == "resident" else False)
+    return request.param
 
 
 @pytest.fixture

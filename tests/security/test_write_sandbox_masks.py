@@ -22,7 +22,7 @@ from codebelt.sandbox import Sandbox, SandboxConfig
 from codebelt.settings import Settings
 from codebelt.workspace import Workspace
 
-from ..sandbox.conftest import backend_unusable
+from ..sandbox.conftest import WRITE_SANDBOXES, backend_unusable, spawn, write_sandbox
 
 SECRETS = {
     ".env": "SECRET-dotenv-7f1",
@@ -33,12 +33,10 @@ HOME_SECRETS = {".aws/credentials": "SECRET-aws-a02", ".netrc": "SECRET-netrc-e4
 DENY = ["Read(./.env)", "Read(**/*.pem)", "Read(./private/token.txt)", "Read(~/.aws/**)", "Read(~/.netrc)"]
 
 
-@pytest.fixture(params=["bwrap", "landlock"])
-def backend(request) -> str:
-    why = backend_unusable(request.param)
-    if why:
-        pytest.skip(f"{request.param} cannot work on this machine: {why}")
-    return request.param
+@pytest.fixture(params=WRITE_SANDBOXES)
+def backend(request, monkeypatch) -> str:
+    """bwrap in the session's resident sandbox and built per command, and Landlock."""
+    return write_sandbox(request.param, monkeypatch)
 
 
 @pytest.fixture
@@ -67,11 +65,7 @@ def _sandbox(ws: Path, tmp_path: Path, backend: str):
 
 
 def _run(wrap, command: str, ws: Path, tmpd: Path) -> str:
-    argv, env, preexec = wrap(["/bin/bash", "-c", command], ws, dict(os.environ, TMPDIR=str(tmpd)))
-    proc = subprocess.run(argv, cwd=ws, env=env, preexec_fn=preexec, stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60,
-                          start_new_session=True)
-    return proc.stdout
+    return spawn(wrap(["/bin/bash", "-c", command], ws, dict(os.environ, TMPDIR=str(tmpd))), ws).stdout
 
 
 # Each attack: commands run one after the other (each one masked as it starts).

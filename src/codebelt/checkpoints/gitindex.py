@@ -22,6 +22,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..files.gitrepo import find_repository, ownership_problem
 from .gitobjects import open_regular, read_regular
 
 MAX_INDEX_BYTES = 512 << 20
@@ -50,37 +51,27 @@ class Repo:
 
 
 def find_repo(root: str) -> Repo | None:
-    """The repository whose work tree holds `root` (found as git does: a `.git` directory or
-    `gitdir:` file in `root` or above it), or None."""
-    here = Path(root)
-    for _ in range(64):
-        dot = here / ".git"
-        git_dir: Path | None = None
-        try:
-            if dot.is_dir() and not dot.is_symlink():
-                git_dir = dot
-            elif dot.is_file() and not dot.is_symlink():
-                text = _read_small(dot, 4096).decode("utf-8", "replace").strip()
-                if text.startswith("gitdir:"):
-                    git_dir = Path(os.path.realpath(here / text[7:].strip()))  # never raises on a loop
-        except OSError:
-            git_dir = None
-        if git_dir is not None:
-            common = git_dir
-            try:
-                rel = _read_small(git_dir / "commondir", 4096).decode("utf-8", "replace").strip()
-                if rel:
-                    common = Path(os.path.realpath(git_dir / rel))
-            except OSError:
-                pass
-            prefix = "" if here == Path(root) else os.path.relpath(root, here) + "/"
-            repo = Repo(here, git_dir, common, prefix)
-            repo.why_not = _unusable(repo)
-            return repo
-        if here.parent == here:
-            return None
-        here = here.parent
-    return None
+    """The repository whose work tree holds `root`, found as git finds it (`files.gitrepo`: a
+    `.git` directory or `gitdir:` file in `root` or above it, up to a ceiling or file-system
+    boundary), or None. One git would refuse for its owner ("dubious ownership": a `/tmp/.git`
+    someone else planted above the workspace) comes back with `why_not` set, nothing of it read."""
+    found = find_repository(root)
+    if found is None:
+        return None
+    here, git_dir = found.top, found.git_dir
+    prefix = "" if here == Path(root) else os.path.relpath(root, here) + "/"
+    if found.refused or git_dir is None:
+        return Repo(here, git_dir or found.dot, git_dir or found.dot, prefix, why_not=found.refused)
+    common = git_dir
+    try:
+        rel = _read_small(git_dir / "commondir", 4096).decode("utf-8", "replace").strip()
+        if rel:
+            common = Path(os.path.realpath(git_dir / rel))
+    except OSError:
+        pass
+    repo = Repo(here, git_dir, common, prefix)
+    repo.why_not = ownership_problem(here, found.dot, git_dir, also=(common,)) or _unusable(repo)
+    return repo
 
 
 def _read_small(path: Path, limit: int) -> bytes:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -53,7 +54,7 @@ def read_pdf(source: Any, pages: str | None, max_chars: int,
         proc = subprocess.Popen(
             argv, stdin=source.fd if opened else subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env={"PATH": os.defpath, "LC_ALL": "C.UTF-8"}, close_fds=True, start_new_session=True,
-            preexec_fn=_limits,
+            preexec_fn=_limits(),
         )
     except OSError as e:
         raise MediaError(f"could not start the PDF reader ({e.strerror or e})") from None
@@ -70,13 +71,19 @@ def read_pdf(source: Any, pages: str | None, max_chars: int,
                    answer["too_many"])
 
 
-def _limits() -> None:
-    import resource
+def _limits() -> Callable[[], None]:
+    """The child's limits, set between fork and exec: prepared here, in the parent, so that the
+    child imports and looks up nothing (a module another thread was importing at fork time stays
+    locked in the child forever)."""
+    pairs = ((resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES)), (resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS + 1)),
+             (resource.RLIMIT_FSIZE, (0, 0)), (resource.RLIMIT_CORE, (0, 0)))
+    setrlimit = resource.setrlimit
 
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
-    resource.setrlimit(resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS + 1))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    def apply() -> None:
+        for which, pair in pairs:
+            setrlimit(which, pair)
+
+    return apply
 
 
 def _collect(proc: subprocess.Popen, cancelled: Callable[[], bool] | None) -> bytes:

@@ -160,7 +160,11 @@ def _decide_part(engine: CommandPolicy, v: "CommandVerdict") -> Decision:
         shown = v.rule_text or "(no command)"
         argv_decision = Decision.allow(f"allowed: read-only command (`{_short(shown)}`)", "read-only")
     elif engine.sandbox_auto_allow():
-        argv_decision = Decision.allow(f"allowed: `{_short(v.rule_text)}` runs in the sandbox", "sandbox")
+        history = _history_rule(engine)
+        if history is None:
+            argv_decision = Decision.allow(f"allowed: `{_short(v.rule_text)}` runs in the sandbox", "sandbox")
+        else:
+            argv_decision = _mode(engine, f"`{_short(v.rule_text)}` would run unasked in the sandbox, but {history}", v)
     else:
         what = v.reason if v.reason.startswith("`") else f"`{_short(v.rule_text or v.full_text)}`: {v.reason}"
         argv_decision = _mode(engine, what, v)
@@ -218,6 +222,33 @@ def _path_decisions(engine: CommandPolicy, v: "CommandVerdict") -> list[Decision
                              d.decided_by, d.rule, d.source, d.suggestion)
             out.append(d)
     return out
+
+
+def _history_rule(engine: CommandPolicy) -> str | None:
+    """Why sandboxed auto-allow cannot stand, or None. The write sandbox masks the files Read
+    deny rules cover, not git's object stores: a program it runs (a script the classifier never
+    sees) can print every committed, staged and stashed version of a denied file from a
+    repository it can read — and git needs its store for anything, so the store cannot be hidden
+    without breaking git. So while a deny rule could match a file under a workspace root and a
+    repository holds that root or lies inside it, such commands are decided as if the sandbox
+    did not contain them (the mode, a rule or a person). Whether the denied file really is in a
+    history is not looked up: an unreachable blob (`git add .env; git reset`) is in no tree."""
+    from ..files.gitrepo import object_stores
+
+    for root in engine.workspace.roots:
+        rule = engine.rules.read_deny_under(root)
+        if rule is None:
+            continue
+        try:
+            stores, short = object_stores(root, first=True)
+        except OSError:
+            stores, short = [], "the workspace could not be walked"
+        if stores or short:
+            where = (f"git's object store at {engine.workspace.relative(stores[0])}" if stores
+                     else f"a repository in it perhaps ({short})")
+            return (f"a program can read the old versions of files the rule {rule.text} ({rule.source or 'settings'}) "
+                    f"denies from {where}")
+    return None
 
 
 def _object_read_rule(engine: CommandPolicy, o: "ObjectRead") -> Rule | None:

@@ -28,13 +28,20 @@ def find_bwrap() -> str | None:
     return next((p for p in DEFAULT_PATHS if os.access(p, os.X_OK)), None)
 
 
+def protected_binds(config: SandboxConfig) -> list[tuple[Path, str]]:
+    """The protected paths of every writable root as they are now, in mount order."""
+    return [pk for root in config.writable_roots for pk in protected_paths(root, config.writable)]
+
+
 def sandbox_args(config: SandboxConfig, cwd: Path, protect: bool = True,
                  masked: "list[Path] | tuple[Path, ...]" = (),
-                 overlays: "list[tuple[Path, Path]] | tuple[()]" = ()) -> list[str]:
+                 overlays: "list[tuple[Path, Path]] | tuple[()]" = (),
+                 binds: "list[tuple[Path, str]] | None" = None) -> list[str]:
     """bwrap options (without the binary and the command) for one command run in `cwd`;
     `protect=False` leaves out the protected paths (the probe only asks whether bwrap runs).
     `masked`: paths the command may not read (covered last, over every other bind).
-    `overlays`: (file, path) pairs — `file` shown read-only at `path`, over its mask."""
+    `overlays`: (file, path) pairs — `file` shown read-only at `path`, over its mask.
+    `binds`: the protected paths when the caller listed them already (`protected_binds`)."""
     args = [
         "--die-with-parent",  # the runner killing bwrap kills the whole sandbox
         "--new-session",  # no controlling terminal: no TIOCSTI keystroke injection
@@ -49,9 +56,10 @@ def sandbox_args(config: SandboxConfig, cwd: Path, protect: bool = True,
         args.append("--unshare-net")
     for d in config.writable:
         args += ["--bind", str(d), str(d)]
-    for root in config.writable_roots if protect else ():
-        for p, kind in protected_paths(root, config.writable):
-            args += ["--bind-try" if kind == "pin" else "--ro-bind-try", str(p), str(p)]
+    if binds is None:
+        binds = protected_binds(config) if protect else []
+    for p, kind in binds:
+        args += ["--bind-try" if kind == "pin" else "--ro-bind-try", str(p), str(p)]
     args += mask_args(masked)
     for src, dest in overlays:
         args += ["--ro-bind", str(src), str(dest)]
@@ -60,8 +68,9 @@ def sandbox_args(config: SandboxConfig, cwd: Path, protect: bool = True,
 
 
 def wrap_argv(bwrap: str, config: SandboxConfig, argv: list[str], cwd: Path, protect: bool = True,
-              masked: "list[Path] | tuple[Path, ...]" = (), overlays=()) -> list[str]:
-    return [bwrap, *sandbox_args(config, cwd, protect, masked, overlays), "--", *argv]
+              masked: "list[Path] | tuple[Path, ...]" = (), overlays=(),
+              binds: "list[tuple[Path, str]] | None" = None) -> list[str]:
+    return [bwrap, *sandbox_args(config, cwd, protect, masked, overlays, binds), "--", *argv]
 
 
 def explain_failure(stderr: str, returncode: int) -> str:

@@ -130,11 +130,11 @@ def mask_targets(masked: "list[Path] | tuple[Path, ...]") -> list[Path]:
     return list(out)
 
 
-def mask_args(masked: "list[Path] | tuple[Path, ...]", visible: "list[Path] | None" = None) -> list[str]:
-    """bwrap options covering each masked path (after every other bind: mount order): an empty
-    read-only tmpfs on a directory, /dev/null bound read-only on anything else. `visible`: only
+def mask_plan(masked: "list[Path] | tuple[Path, ...]", visible: "list[Path] | None" = None) -> list[tuple[Path, bool]]:
+    """(path, is a directory) to cover for `masked`, in mount order (shallowest first), leaving
+    out what does not exist, links and what a covered directory already hides. `visible`: only
     paths beneath these (None: all)."""
-    args: list[str] = []
+    out: list[tuple[Path, bool]] = []
     covered: list[Path] = []  # directories already covered: what is inside is gone with them
     for p in sorted(mask_targets(masked), key=lambda q: len(q.parts)):
         try:
@@ -145,11 +145,19 @@ def mask_args(masked: "list[Path] | tuple[Path, ...]", visible: "list[Path] | No
             continue
         if visible is not None and not _covered(p, visible):
             continue  # not in the jail at all: a cover would only create its parents there
-        if stat.S_ISDIR(mode):
-            args += ["--tmpfs", str(p), "--remount-ro", str(p)]
+        is_dir = stat.S_ISDIR(mode)
+        out.append((p, is_dir))
+        if is_dir:
             covered.append(p)
-        else:
-            args += ["--ro-bind", "/dev/null", str(p)]
+    return out
+
+
+def mask_args(masked: "list[Path] | tuple[Path, ...]", visible: "list[Path] | None" = None) -> list[str]:
+    """bwrap options covering each masked path (after every other bind: mount order): an empty
+    read-only tmpfs on a directory, /dev/null bound read-only on anything else."""
+    args: list[str] = []
+    for p, is_dir in mask_plan(masked, visible):
+        args += ["--tmpfs", str(p), "--remount-ro", str(p)] if is_dir else ["--ro-bind", "/dev/null", str(p)]
     return args
 
 

@@ -118,6 +118,10 @@ class Sandbox:
     """
 
     closes_last = True  # a session closes it after what runs inside it (commands, helpers)
+    # sandboxed (bwrap) commands start in the session's resident write sandbox, once it has
+    # started in the background ("now": started by the first command, which waits for it); False:
+    # one bwrap each (what the PTY path and the fallback spawn anyway)
+    resident_sandbox: "bool | str" = True
 
     def __init__(self, config: SandboxConfig):
         self.cap: ProcessCap | None = None
@@ -141,6 +145,7 @@ class Sandbox:
         self._resident_starts = 0
         self._resident_old: list[Any] = []  # replaced ones, ended at close (their commands may run)
         self._resident_failed = ""  # why the resident jail does not work here ("" until it failed)
+        self._sandbox_resident = None  # resident_sandbox.ResidentSandbox: where sandboxed commands start
         self._split_in_roots: list[Path] = []  # writable directories the last masked Landlock rules split
         self._private: Path | None = None  # filtered copies of the user's git configuration
         status = self._select()
@@ -281,23 +286,67 @@ class Sandbox:
             env, names = proxy_environment(env)
             argv = stage_command(network.child_fd, names, argv)
         cap, memory = self.cap, self.memory
-        pairs = rlimits(c.limits, cap.nproc_limit() if cap else None, memory.address_space if memory else None)
+        nproc = cap.nproc_limit() if cap else None
+        pairs = rlimits(c.limits, nproc, memory.address_space if memory else None)
+        sockets = self._socket_filter(backend)
+        install = sockets.install_in_child if sockets else None
+        launch = None
         if backend == "bwrap":
             if create:
                 self._make_placeholders()
+            binds = _bwrap.protected_binds(c) if create else []
+            overlays = self._gitconfig_copies() if unasked else []
+            # the proxy's channel and a process cap counted at each spawn stay one-shot
+            # (resident_sandbox.py says why), and a program named without its path (bwrap looks
+            # it up in PATH, the resident does not)
+            if create and network is None and nproc is None and self.resident_sandbox and argv[0].startswith("/"):
+                launch = self._sandbox_launch(pairs, install, argv, cwd, env, binds, masked or [], overlays)
             argv = _bwrap.wrap_argv(self.bwrap_path or "bwrap", c, argv, cwd, protect=create, masked=masked or (),
-                                    overlays=self._gitconfig_copies() if unasked else ())
+                                    overlays=overlays, binds=binds)
             restrict = None
         elif masked:
             restrict = self._masked_write_ruleset(masked).restrict_in_child
         else:
             self._split_in_roots = []
             restrict = self.ruleset.restrict_in_child
-        sockets = self._socket_filter(backend)
-        preexec = self._preexec(pairs, restrict, sockets.install_in_child if sockets else None)
+        preexec = self._preexec(pairs, restrict, install)
         if network is not None:  # (…, cleanup, descriptors the child inherits)
             return argv, env, preexec, network.close, (network.child_fd,)
-        return argv, env, preexec
+        return Wrapped((argv, env, preexec), launch)
+
+    def _sandbox_launch(self, pairs, install, argv: list[str], cwd: Path, env: dict,
+                        binds: list[tuple[Path, str]], masked: list[Path],
+                        overlays: list[tuple[Path, Path]]) -> "Callable[[dict[int, int]], Any] | None":
+        """`launch(fds)` starting this command in the session's resident write sandbox
+        (resident_sandbox.py) with the protected paths, masks and overlays of this moment; None
+        when there is none here (the one-shot argv is spawned then)."""
+        from . import resident_sandbox as _rs
+        from .residency import ResidentJail, resident_source
+
+        def start():
+            argv = _rs.start_argv(self.bwrap_path or "bwrap", self.config, STAGE_PYTHON, resident_source())
+            resident = ResidentJail(argv, {"PATH": os.defpath, "LANG": "C.UTF-8"},
+                                    self._preexec(pairs, None, install), Path("/"))
+            # `true` through a command's whole set-up: where a step of it is refused here (a pty
+            # instance, a second /proc), every command would fail; the one-shot argv runs them
+            with tempfile.TemporaryFile() as err:
+                try:
+                    probe = resident.launch(_rs.command_request([TRUE], {}, Path("/"), [], [], [], self.config.network),
+                                            {1: err.fileno(), 2: err.fileno()})
+                    if probe.wait(PROBE_TIMEOUT) != 0:
+                        err.seek(0)
+                        raise OSError(f"`true` failed in it ({err.read(300).decode(errors='replace').strip()})")
+                except BaseException:
+                    resident.close()
+                    raise
+            return resident
+
+        with self._resident_lock:
+            if self._sandbox_resident is None:
+                self._sandbox_resident = _rs.ResidentSandbox(start, self.config.writable,
+                                                             wait=self.resident_sandbox == "now")
+            slot = self._sandbox_resident
+        return slot.launcher(_rs.command_request(argv, env, cwd, binds, masked, overlays, self.config.network))
 
     def _preexec(self, pairs, restrict, install_filter, subreaper: bool = False,
                  cgroups: bool = True) -> Callable[[], None]:
@@ -642,7 +691,9 @@ class Sandbox:
             tmp = copy.with_suffix(".new")
             tmp.write_text(filtered_gitconfig(text))
             os.replace(tmp, copy)
-            out.append((copy, original))
+            # shown where the file is: a bind follows a link only inside codebelt's own view (the
+            # one-shot bwrap could not create a link's absolute target in its new root, and failed)
+            out.append((copy, Path(os.path.realpath(original))))
         return out
 
     def _masked_write_ruleset(self, masked: list[Path]):
@@ -751,8 +802,11 @@ class Sandbox:
         with self._resident_lock:
             residents = [r for r in (self._resident, *self._resident_old) if r is not None]
             self._resident, self._resident_old = None, []
+            sandbox_resident, self._sandbox_resident = self._sandbox_resident, None
         for r in residents:
             r.close()
+        if sandbox_resident is not None:
+            sandbox_resident.close()
         if self.cap is not None:
             self.cap.close()
         if self.memory is not None:

@@ -11,7 +11,10 @@ import os
 import re
 import stat
 import time
+from collections.abc import Mapping
 from pathlib import Path
+
+from ..files.gitrepo import find_repository, owned_by_user
 
 IGNORE_NAMES = (".gitignore", ".ignore", ".rgignore")
 IGNORE_FILE_MAX = 16 << 20  # larger is not an ignore file anyone wrote by hand
@@ -70,7 +73,7 @@ def _unsafe(path: Path, real_root: str) -> bool:
 _EXCLUDES_FILE = re.compile(rb'(?im)^\s*excludesfile\s*=\s*"?\s*(\S+?)\s*"?\s*$')
 
 
-def outside_reads(roots: list[Path], env: dict[str, str] | None = None) -> tuple[list[Path], list[Path]]:
+def outside_reads(roots: list[Path], env: "Mapping[str, str] | None" = None) -> tuple[list[Path], list[Path]]:
     """What ripgrep reads outside the searched trees, for a jail that shows only those trees:
     (files, directories that need only exist).
 
@@ -79,7 +82,8 @@ def outside_reads(roots: list[Path], env: dict[str, str] | None = None) -> tuple
       and those config files themselves.
     - Ignore files in the parents of each root (ripgrep applies them too), and a repository
       above a root: its `.git` must exist for .gitignore rules to apply at all, and its
-      info/exclude is read.
+      info/exclude is read. Not another user's: a repository git would refuse for its owner
+      (`files.gitrepo`), an ignore file that is not this user's or root's (`refused_parents`).
     Only regular files no larger than IGNORE_FILE_MAX: anything else stays out of the jail."""
     env = os.environ if env is None else env
     files: list[Path] = []
@@ -106,10 +110,10 @@ def outside_reads(roots: list[Path], env: dict[str, str] | None = None) -> tuple
     for root in roots:
         for parent in Path(root).parents:
             for name in IGNORE_NAMES:
-                if _small_regular(parent / name) is not None:
+                if _parent_file_refused(parent / name, env) is None and _small_regular(parent / name) is not None:
                     files.append(parent / name)
             git = parent / ".git"
-            if os.path.lexists(git):
+            if os.path.lexists(git) and _parent_repo_refused(parent, env) is None:
                 exclude = git / "info" / "exclude"
                 if git.is_dir() and _small_regular(exclude) is not None:
                     files.append(exclude)
@@ -118,6 +122,51 @@ def outside_reads(roots: list[Path], env: dict[str, str] | None = None) -> tuple
                 elif _small_regular(git) is not None:  # a worktree's or submodule's `.git` file
                     files.append(git)
     return list(dict.fromkeys(files)), list(dict.fromkeys(markers))
+
+
+def refused_parents(roots: list[Path], env: "Mapping[str, str] | None" = None) -> list[str]:
+    """Why ignore files or repositories in the parents of the roots are left out (another
+    user's `/tmp/.git` or `/tmp/.ignore` above a checkout in /tmp): ripgrep would apply them by
+    itself, so an unjailed run is told `--no-ignore-parent` when this is not empty."""
+    env = os.environ if env is None else env
+    out: list[str] = []
+    for root in roots:
+        for parent in Path(root).parents:
+            for name in IGNORE_NAMES:
+                why = _parent_file_refused(parent / name, env)
+                if why is not None:
+                    out.append(why)
+            if os.path.lexists(parent / ".git"):
+                why = _parent_repo_refused(parent, env)
+                if why is not None:
+                    out.append(why)
+    return list(dict.fromkeys(out))
+
+
+def _parent_repo_refused(parent: Path, env: "Mapping[str, str]") -> str | None:
+    """Why git would not use the repository at `parent` (its owner, a symlinked `.git`)."""
+    found = find_repository(parent, env)
+    return found.refused if found is not None and found.top == parent else None
+
+
+def _parent_file_refused(path: Path, env: "Mapping[str, str]") -> str | None:
+    """An ignore file above a root is another user's to write unless it and its directory
+    belong to this user (or root): such a file is not applied."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    for p, uid in ((path, st.st_uid), (path.parent, _uid(path.parent))):
+        if uid is None or not (uid == 0 or owned_by_user(uid, env)):
+            return f"{p} belongs to uid {uid}, not to this user: its ignore rules are not applied"
+    return None
+
+
+def _uid(path: Path) -> int | None:
+    try:
+        return os.lstat(path).st_uid
+    except OSError:
+        return None
 
 
 def _small_regular(path: Path) -> bytes | None:

@@ -129,7 +129,7 @@ class RipgrepRuns:
 
     def __init__(self, path: str, sandbox, masks, roots: list[Path]):
         from ..sandbox.helpers import HelperProfile
-        from ..search.ignore_files import outside_reads
+        from ..search.ignore_files import outside_reads, refused_parents
 
         self.path = path
         self._sandbox = sandbox  # () -> Sandbox, made on first jailed run
@@ -137,6 +137,7 @@ class RipgrepRuns:
         self._roots = roots
         self._unsafe: set[Path] = set()
         files, markers = outside_reads(roots)
+        self._refused_parents = refused_parents
         home, xdg = os.environ.get("HOME"), os.environ.get("XDG_CONFIG_HOME")
         self.profile = HelperProfile(
             "ripgrep", readable=(Path(path), *files), system=False, prefer_landlock=True,
@@ -160,6 +161,12 @@ class RipgrepRuns:
             masks = [*self._masks(), *sorted(self._unsafe)]
             argv = _skipping(argv, masks, where)
             if not jailed:
+                # another user's ignore files or repository above the roots (left out of the
+                # jail's view): unjailed, rg would read them itself, so it reads no parent's at
+                # all. Looked at each run: a few lstat calls, and a `.git` may appear any time.
+                if "--" in argv and self._refused_parents(self._roots):
+                    at = len(argv) - 1 - argv[::-1].index("--")
+                    argv = [*argv[:at], "--no-ignore-parent", *argv[at:]]
                 return argv, env, None
             profile = self.profile
             if not any(where == r or r in where.parents for r in self._roots):
