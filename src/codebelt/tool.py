@@ -8,6 +8,7 @@ A tool is one self-describing object: its name, the prompt text the model reads,
 
 from __future__ import annotations
 
+import copy
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -311,6 +312,17 @@ class DeclaredModel(metaclass=_Declared):
         return built
 
     def __init__(self, **values: Any) -> None:
+        """The values as given (unchecked: `coerce.plain_params` checks an input first; an
+        output is the tool's own), the defaults of the fields not given."""
+        fields = type(self).declared_fields()
+        unknown = set(values) - set(fields)
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no field {sorted(unknown)[0]!r}")
+        for name, (_, param) in fields.items():
+            if name not in values:
+                if param.required:
+                    raise TypeError(f"{type(self).__name__} needs {name!r}")
+                values[name] = copy.deepcopy(param.default)
         self.__dict__.update(values)
 
     def model_dump(self) -> dict[str, Any]:

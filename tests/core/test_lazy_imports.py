@@ -56,7 +56,11 @@ CASES = [
      HEAVY + MACHINERY + ("pydantic",) + tuple(t for t in TOOLS if t != "codebelt.tools.read")),
     # Glob and Grep run ripgrep in the read-only jail: they load the sandbox, nothing else of it
     ("call Glob", _call("Glob", {"pattern": "*.txt"}), ("codebelt.tools.glob", "codebelt.sandbox.manager"),
-     HEAVY + JAILED + tuple(t for t in TOOLS if t != "codebelt.tools.glob")),
+     HEAVY + JAILED + ("pydantic",) + tuple(t for t in TOOLS if t != "codebelt.tools.glob")),
+    # the writing tools' inputs are declared too: their calls pay for the checkpoint, not for pydantic
+    ("call Edit", _call("Edit", {"file_path": "b.txt", "old_string": "", "new_string": "there\\n"}),
+     ("codebelt.tools.edit",), ("pydantic",)),
+    ("call Write", _call("Write", {"file_path": "new.txt", "content": "x\n"}), ("codebelt.tools.write",), ("pydantic",)),
     ("call Grep", _call("Grep", {"pattern": "hello"}), ("codebelt.tools.grep", "codebelt.sandbox.manager"),
      HEAVY + JAILED + tuple(t for t in TOOLS if t not in ("codebelt.tools.grep", "codebelt.tools.glob"))),
     ("apply_patch", [str(SCRIPTS / "apply_patch"), PATCH], ("codebelt.patch.apply",),
