@@ -13,18 +13,19 @@ import os
 import posixpath
 import re
 import sqlite3
+import stat
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, TypeVar
 
 from ..errors import IntelError, PositionError
 from tree_sitter import Node
 
 from .extract import FileFacts, extract
-from .languages import language_for, parse
+from .languages import grammar, language_for, parse
 from .listing import Listing, list_from, list_with_ripgrep
 from .model import Answer, Location, Symbol, name_tier
 from .pool import INLINE_BELOW, Job, Outcome, Parser, parse_one
@@ -50,8 +51,7 @@ KIND_ORDER = {"class": 0, "interface": 0, "struct": 0, "trait": 0, "enum": 1, "t
 MAX_TEXT_FILES = 200  # files read per answer to fill in Location.text
 MAX_FUZZY = 64  # query characters used for the in-order (fuzzy) match
 IDENTIFIER_TYPES = frozenset({"name", "constant", "word", "variable_name", "command_name"})
-
-
+T = TypeVar("T")
 
 
 @dataclass
@@ -91,6 +91,44 @@ class _Names:
             # the query holds no newline, so the next hit is in a later name
             i = find(q, starts[k + 1]) if k + 1 < len(starts) else -1
         return found
+
+
+@dataclass
+class _Reads:
+    """What one answer read from the stored index: the files whose rows it used, the paths it
+    asked about (and whether the index had them), and whether it read beyond a list of files (a
+    search by name over every file, a scan of every path), which only a full refresh can vouch
+    for."""
+
+    files: set[str] = field(default_factory=set)
+    probes: dict[str, bool] = field(default_factory=dict)
+    everything: bool = False
+
+
+class _SeenPaths:
+    """The indexed paths as an answer sees them: `in` notes the path asked about and what it
+    found; going through them all means the answer rests on every path."""
+
+    def __init__(self, paths: frozenset[str], reads: _Reads):
+        self._paths = paths
+        self._reads = reads
+
+    def __contains__(self, rel: object) -> bool:
+        return isinstance(rel, str) and self.probe(rel)
+
+    def probe(self, rel: str) -> bool:
+        found = rel in self._paths
+        if self._reads.probes.setdefault(rel, found) != found:
+            self._reads.everything = True  # two different answers to one question: vouch for nothing
+        return found
+
+    def __iter__(self):
+        self._reads.everything = True
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        self._reads.everything = True
+        return len(self._paths)
 
 
 class CodeIndex:
@@ -145,6 +183,7 @@ class CodeIndex:
         self.derived: dict[str, tuple[int, object]] = {}
         self.last_refresh: RefreshStats | None = None
         self._closed = False
+        self._local = threading.local()  # .reads: what the answer being computed here reads
 
     # -- building --------------------------------------------------------------------------------
 
@@ -169,11 +208,27 @@ class CodeIndex:
 
     def _background(self) -> None:
         try:
+            self._warm_up()
             self.refresh()
         except Exception as e:  # reported through notes: a background thread has no caller
             self._build_error = f"{type(e).__name__}: {e}"
         finally:
             self._building = False
+
+    def _warm_up(self) -> None:
+        """Off the first query's path: load the grammars of the languages the stored index
+        holds (the query parses the file under the cursor; loading the grammar package costs
+        5-10 ms) and the table of paths (modules are looked up in it)."""
+        try:
+            languages = [r[0] for r in self._db().execute("SELECT DISTINCT language FROM files")]
+            self._paths_table()
+        except sqlite3.Error:
+            return  # the refresh meets the same problem and reports it
+        for language in languages:
+            try:
+                grammar(language)
+            except Exception:  # noqa: BLE001 - the query that needs it reports the problem
+                pass
 
     def mark_stale(self) -> None:
         """Files may have changed: the next query refreshes first (however recent the last
@@ -182,15 +237,98 @@ class CodeIndex:
 
     def _ensure_started(self) -> None:
         self._check_open()
+        if getattr(self._local, "reads", None) is not None:
+            return  # answering from what is stored; the disk is checked afterwards
         if not self._built_once and self._thread is None:
             self.start()
             return  # the first build: queries answer from what it has so far
-        if self._building or self.max_age is None:
-            return
-        if self._stale or time.monotonic() - self._refreshed_at > self.max_age:
+        if self._refresh_due():
             self._stale = False  # a change reported from now on is seen by the next query
             self.start()
             self.wait(REFRESH_WAIT)
+
+    def _refresh_due(self) -> bool:
+        """Whether a query now would bring the index up to date first."""
+        if self._building or self.max_age is None:
+            return False
+        return self._stale or time.monotonic() - self._refreshed_at > self.max_age
+
+    def settled(self) -> bool:
+        """Whether a query now answers from the index as it is: no refresh runs and none is due."""
+        return self._built_once and not self._building and self.wait(0) and not self._refresh_due()
+
+    def from_store(self, answer: Callable[[], T], also: Iterable[Path] = ()) -> T | None:
+        """`answer()` computed from the index as stored, without waiting for a refresh (one
+        running, or one due), when it is provably what a refresh would give: every file whose
+        rows it read is, on disk, as the index last read it (mtime and size, the refresh's own
+        rule), every path it asked the index about is there or not there on disk just as the
+        index said, and it read nothing wider (a search by name, a scan of all paths). All of it
+        is read from one snapshot of the database, so a refresh committing meanwhile cannot mix
+        two states. None when that cannot be shown (the caller then waits for the refresh). A
+        refresh that is due is started in the background either way. `also`: files the answer
+        rests on besides what it read (the file under the cursor)."""
+        self._check_open()
+        reads = _Reads()
+        for p in also:
+            rel = self.relative(p)
+            if rel is not None:
+                reads.files.add(rel)
+        db = self._db()
+        own = not db.in_transaction
+        self._local.generation = self.generation
+        self._local.reads = reads
+        try:
+            if own:
+                db.execute("BEGIN")  # one snapshot for the answer and the check below
+            try:
+                result = answer()
+            except IntelError:
+                return None  # asked again the usual way, which says what is wrong
+            proven = self._as_on_disk(reads)
+        finally:
+            self._local.reads = self._local.generation = None
+            if own and db.in_transaction:
+                db.rollback()
+            if self._refresh_due() or (not self._built_once and self._thread is None):
+                self._stale = False
+                self.start()  # not waited for: the next answer may need it
+        return result if proven else None
+
+    def _as_on_disk(self, reads: _Reads) -> bool:
+        if reads.everything:
+            return False
+        db = self._db()
+        prefix = f"{self.root}{os.sep}"
+        for rel in reads.files | reads.probes.keys():
+            row = db.execute("SELECT mtime_ns, size FROM files WHERE path = ?", (rel,)).fetchone()
+            seen = reads.probes.get(rel)
+            if seen is not None and seen != (row is not None):
+                return False  # the path table the answer used is not this snapshot's
+            st = _stat(prefix + rel)
+            if row is None:
+                if st is not None and stat.S_ISREG(st.st_mode):
+                    return False  # a file the index has not seen (new, or never listed)
+            elif st is None or (st.st_mtime_ns, st.st_size) != (row[0], row[1]):
+                return False
+        return True
+
+    def _generation(self) -> int:
+        """The generation a cache built now is labelled with: read before the data it is built
+        from, so that a cache is never older than its label (an answer from the store reads a
+        snapshot taken after it read the generation)."""
+        snapshot = getattr(self._local, "generation", None)
+        return self.generation if snapshot is None else snapshot
+
+    def _reading(self, files: Iterable[str] | None) -> None:
+        """Note, for the answer computed from the store in this thread, the files whose rows it
+        reads (None: rows of any file)."""
+        reads = getattr(self._local, "reads", None)
+        if reads is None:
+            return
+        if files is None:
+            reads.everything = True
+        else:
+            reads.files.update(files)
 
     def refresh(self) -> RefreshStats:
         """Bring the index up to date with the files on disk; returns what it did."""
@@ -314,7 +452,8 @@ class CodeIndex:
     def note(self) -> str | None:
         """Why answers may be incomplete right now (None when they are not)."""
         parts = []
-        if self._building:
+        if self._building and getattr(self._local, "reads", None) is None:
+            # (an answer from the store is checked against the disk file by file instead)
             done, total = self._progress
             where = f"{done} of {total} files parsed" if total else "listing files"
             parts.append(f"the code index is still being built ({where}); answers may be "
@@ -330,20 +469,6 @@ class CodeIndex:
         by an earlier session (a refresh may be bringing it up to date meanwhile)."""
         self._check_open()
         return self._built_once or self._db().execute("SELECT 1 FROM files LIMIT 1").fetchone() is not None
-
-    def unchanged(self, paths: Iterable[Path]) -> bool:
-        """Whether every one of these files is, on disk, as the index last read it (mtime and
-        size): what an answer from the stored index says about them is still true."""
-        db = self._db()
-        for p in set(paths):
-            rel = self.relative(p)
-            if rel is None:
-                continue
-            row = db.execute("SELECT mtime_ns, size FROM files WHERE path = ?", (rel,)).fetchone()
-            st = _stat(str(self.root / rel))
-            if row is None or st is None or (st.st_mtime_ns, st.st_size) != (row[0], row[1]):
-                return False
-        return True
 
     def _answer(self, **kw) -> Answer:
         return Answer(backend=BACKEND, note=self.note(), **kw)
@@ -370,6 +495,7 @@ class CodeIndex:
 
     def definitions(self, name: str, *, limit: int = 50) -> Answer:
         self._ensure_started()
+        self._reading(None)
         limit = _check_limit(limit)
         db = self._db()
         total = db.execute("SELECT count(*) FROM symbols WHERE name = ?", (name,)).fetchone()[0]
@@ -386,6 +512,7 @@ class CodeIndex:
                    include_definitions: bool = False) -> Answer:
         """Where `name` is used. Definition sites are left out unless `include_definitions`."""
         self._ensure_started()
+        self._reading(None)
         limit = _check_limit(limit)
         db = self._db()
         total = db.execute("SELECT coalesce(sum(count), 0) FROM refs WHERE name = ?",
@@ -436,6 +563,7 @@ class CodeIndex:
                 raise IntelError(f"cannot read {p}: {e.strerror or e}") from e
             if row is not None and (row[1], row[2]) == (st.st_mtime_ns, st.st_size) \
                     and row[3] is None:
+                self._reading([rel])
                 rows = self._db().execute(
                     f"SELECT {_SYM_COLS} FROM symbols s JOIN files f ON f.id = s.file_id "
                     "WHERE s.file_id = ? ORDER BY s.line, s.character", (row[0],)).fetchall()
@@ -453,6 +581,7 @@ class CodeIndex:
         prefix, then substring; shorter names and types before variables within a tier. With
         fewer hits than `limit`, names holding the query's letters in order come last."""
         self._ensure_started()
+        self._reading(None)
         limit = _check_limit(limit)
         q = query.strip().lower()
         if not q:
@@ -492,6 +621,7 @@ class CodeIndex:
     def skipped_files(self, limit: int = 3) -> tuple[int, list[tuple[str, str]]]:
         """How many listed source files have no symbols because they could not be read or
         parsed (binary, too large, a parse failure), and the first `limit` (path, why)."""
+        self._reading(None)
         db = self._db()
         count = db.execute("SELECT count(*) FROM files WHERE error IS NOT NULL").fetchone()[0]
         first = db.execute("SELECT path, error FROM files WHERE error IS NOT NULL ORDER BY path "
@@ -559,6 +689,7 @@ class CodeIndex:
                        ) -> list[Symbol]:
         """Definitions named `name`, in the files `rels` (relative paths) or anywhere (None)."""
         self._ensure_started()
+        self._reading(rels)
         db = self._db()
         if rels is None:
             rows = db.execute(
@@ -574,18 +705,38 @@ class CodeIndex:
                     "ORDER BY f.path, s.line LIMIT ?", (name, *batch, limit)).fetchall()
         return [self._symbol(r) for r in rows]
 
-    def all_paths(self) -> frozenset[str]:
-        """Every indexed file's relative path (cached per index generation)."""
-        return self._paths_table()[0]
+    def all_paths(self) -> frozenset[str] | _SeenPaths:
+        """Every indexed file's relative path (cached per index generation). While an answer is
+        computed from the store, a view that notes what the answer asks of it."""
+        paths = self._paths_table()[0]
+        reads = getattr(self._local, "reads", None)
+        return paths if reads is None else _SeenPaths(paths, reads)
 
-    def paths_ending(self, suffix: str) -> list[str]:
-        """Indexed paths equal to `suffix` or ending with "/" + `suffix`."""
-        by_name = self._paths_table()[1]
-        base = suffix.rpartition("/")[2]
-        return [p for p in by_name.get(base, ()) if p == suffix or p.endswith("/" + suffix)]
+    def shortest_ending(self, suffixes: list[str]) -> list[str]:
+        """The shortest indexed paths equal to one of `suffixes` or ending with "/" + one, in
+        path order (a module's file: the copy nearest the root)."""
+        paths, by_name = self._paths_table()
+        found = []
+        for suffix in suffixes:
+            base = suffix.rpartition("/")[2]
+            found += [p for p in by_name.get(base, ()) if p == suffix or p.endswith("/" + suffix)]
+        best = min(map(len, found), default=None)
+        reads = getattr(self._local, "reads", None)
+        if reads is not None:
+            # Only a path at most `best` long could change this answer: a suffix itself, which
+            # is one path to look at, or one below some directory, at least two characters
+            # longer than its suffix, which could appear anywhere.
+            if best is None or any(len(s) + 2 <= best for s in suffixes):
+                reads.everything = True
+            else:
+                seen = _SeenPaths(paths, reads)
+                for s in suffixes:
+                    if len(s) <= best:
+                        seen.probe(s)
+        return sorted(p for p in found if len(p) == best)
 
     def _paths_table(self) -> tuple[frozenset[str], dict[str, list[str]]]:
-        gen = self.generation
+        gen = self._generation()
         cached = self._paths
         if cached is not None and cached[0] == gen:
             return cached[1]
@@ -663,7 +814,7 @@ class CodeIndex:
         return out
 
     def _name_table(self) -> _Names:
-        gen = self.generation
+        gen = self._generation()
         cached = self._names
         if cached is not None and cached[0] == gen:
             return cached[1]
@@ -676,6 +827,7 @@ class CodeIndex:
         """For the repository map: definitions (path, name, kind, line, signature, container)
         and per-file reference counts (path, name, plain, count)."""
         self._ensure_started()
+        self._reading(None)
         db = self._db()
         defs = db.execute(
             "SELECT f.path, s.name, s.kind, s.line, s.signature, s.container FROM symbols s "

@@ -376,14 +376,8 @@ def _python_module(index: CodeIndex, rel: str, module: str) -> list[str]:
     if not parts:
         return []
     stem = "/".join(parts)
-    found = []
-    for suffix in (f"{stem}.py", f"{stem}/__init__.py", f"{stem}.pyi", f"{stem}/__init__.pyi"):
-        found += [p for p in index.paths_ending(suffix)]
-    if not found:
-        return []
-    # several copies (src/ and build/, vendored): the one nearest the importing file
-    best = min(len(p) for p in found)
-    return sorted(p for p in found if len(p) == best)[:2]
+    # several copies (src/ and build/, vendored): the one nearest the root
+    return index.shortest_ending([f"{stem}.py", f"{stem}/__init__.py", f"{stem}.pyi", f"{stem}/__init__.pyi"])[:2]
 
 
 def _join(*parts: str | None) -> str | None:
