@@ -1,9 +1,9 @@
-"""An LSP call over an index built before does not wait for the refresh that is running (the one
-a session starts over the last session's index) or due (a change was reported, or the last
-refresh is over a second old): it answers from the stored index when it can show that every
-file and path the answer rests on is on disk as the index has it, and otherwise waits (bounded)
-for the refresh — never the old answer. Each case: the project an earlier session indexed, what
-changed on disk before the call, and the definition the call must find."""
+"""An LSP call does not wait for the refresh that is running (a first build, the one a session
+starts over the last session's index) or due (a change was reported, or the last refresh is over
+a second old) when its answer rests on a list of files: each is read from the stored index where
+that matches the disk, from the disk where not. An answer that rests on every file (a search by
+name) waits (bounded) for the refresh. Never the old answer. Each case: the project an earlier
+session indexed, what changed on disk before the call, and the definition the call must find."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from codebelt.intel import index as index_module
 from codebelt.intel.index import CodeIndex
+from codebelt.tools import lsp as lsp_tool
 from codebelt.tools.lsp import LSPInput, _from_index
 
 SHAPES = "class Square:\n    def __init__(self, side):\n        self.side = side\n"
@@ -37,7 +39,7 @@ CASES = {
         {"main.py": MAIN, "shapes.py": SHAPES}, expected=[("shapes.py", 1)]),
     "the defining file changed: its new line, not the stored one": Case(
         {"main.py": MAIN, "shapes.py": SHAPES}, {"shapes.py": "\n\n" + SHAPES},
-        expected=[("shapes.py", 3)], at_once=False),
+        expected=[("shapes.py", 3)]),
     "the defining file deleted: not the stored definition": Case(
         {"main.py": MAIN, "shapes.py": SHAPES, "lib/shapes.py": "\n" + SHAPES}, {"shapes.py": None},
         expected=[("lib/shapes.py", 2)], at_once=False),
@@ -47,24 +49,26 @@ CASES = {
     "the file under the cursor now defines the name itself": Case(
         {"main.py": MAIN, "shapes.py": SHAPES},
         {"main.py": "class Square: pass\n\n\ndef report():\n    return Square(2)\n"},
-        expected=[("main.py", 1)], at_once=False),
+        expected=[("main.py", 1)]),
     "a module file appeared that the import now means (relative import)": Case(
         {"pkg/__init__.py": "", "pkg/main.py": MAIN.replace("from shapes", "from .shapes"),
          "pkg/shapes/__init__.py": SHAPES},
         {"pkg/shapes.py": "\n\n\n" + SHAPES},
-        cursor=("pkg/main.py", 5, 12), expected=[("pkg/shapes.py", 4)], at_once=False),
+        cursor=("pkg/main.py", 5, 12), expected=[("pkg/shapes.py", 4)]),
     "a relative import whose module is unchanged: at once": Case(
         {"pkg/__init__.py": "", "pkg/main.py": MAIN.replace("from shapes", "from .shapes"),
          "pkg/shapes.py": SHAPES},
         cursor=("pkg/main.py", 5, 12), expected=[("pkg/shapes.py", 1)]),
     "a module file appeared nearer the root (absolute import found below a directory)": Case(
         {"main.py": MAIN, "lib/shapes.py": SHAPES}, {"shapes.py": "\n" + SHAPES},
-        expected=[("shapes.py", 2)], at_once=False),
+        expected=[("shapes.py", 2)]),
+    "an absolute import found below a directory, unchanged: a new file anywhere could be it": Case(
+        {"main.py": MAIN, "lib/shapes.py": SHAPES}, expected=[("lib/shapes.py", 1)], at_once=False),
     "TypeScript: a relative import whose module is unchanged: at once": Case(
         {"main.ts": TS_MAIN, "shapes.ts": TS_SHAPES}, cursor=("main.ts", 5, 14), expected=[("shapes.ts", 1)]),
     "TypeScript: a module file appeared that the import now means": Case(
         {"main.ts": TS_MAIN, "shapes/index.ts": TS_SHAPES}, {"shapes.ts": "\n" + TS_SHAPES},
-        cursor=("main.ts", 5, 14), expected=[("shapes.ts", 2)], at_once=False),
+        cursor=("main.ts", 5, 14), expected=[("shapes.ts", 2)]),
     "a name found by name alone rests on every file: a new definition is found": Case(
         {"main.py": "def report(x):\n    return x.area()\n", "a.py": "class A:\n    def area(self):\n        pass\n"},
         {"b.py": "class B:\n    def area(self):\n        pass\n"},
@@ -90,15 +94,15 @@ class Session:
     """A session's index over the cache an earlier session left; its refreshes are held in
     their listing until `gate` is set, and the waits it is asked for are recorded."""
 
-    def __init__(self, root: Path, cache: Path):
+    def __init__(self, root: Path, cache: Path, ignored: tuple[str, ...] = (), include=None):
         self.gate = threading.Event()
         self.root = root
 
         def files():
             self.gate.wait(60)
-            return sorted(p for p in root.rglob("*") if p.is_file())
+            return sorted(p for p in root.rglob("*") if p.is_file() and p.relative_to(root).as_posix() not in ignored)
 
-        self.index = CodeIndex(root, cache, list_files=files, workers=1)
+        self.index = CodeIndex(root, cache, list_files=files, workers=1, include=include)
         self.waits: list[float | None] = []
         real_wait = self.index.wait
         self.index.wait = lambda timeout=None: self.waits.append(timeout) or real_wait(timeout)
@@ -164,6 +168,68 @@ def test_a_call_after_a_reported_change(tmp_path, name):
         answer, at_once = s.ask(case.cursor)
         assert found(answer, root) == case.expected
         assert at_once == case.at_once
+    finally:
+        s.gate.set()
+        s.index.close()
+
+
+RELATIVE = {"pkg/__init__.py": "", "pkg/main.py": MAIN.replace("from shapes", "from .shapes"),
+            "pkg/shapes/__init__.py": SHAPES}
+
+
+def test_a_cold_first_call_reads_the_files_its_answer_rests_on(tmp_path):
+    """No index stored yet, its first build held: the answer is read from the files it names."""
+    root = tmp_path / "ws"
+    write(root, RELATIVE)
+    s = Session(root, tmp_path / "cache")
+    try:
+        s.index.start()
+        answer, at_once = s.ask(("pkg/main.py", 5, 12))
+        assert found(answer, root) == [("pkg/shapes/__init__.py", 1)] and at_once
+    finally:
+        s.gate.set()
+        s.index.close()
+
+
+def test_a_cold_first_call_that_rests_on_every_file_says_the_index_is_being_built(tmp_path, monkeypatch):
+    """By name or through a module it has not found, it waits (bounded) and says why the answer
+    may be incomplete, never that the module is not in the workspace."""
+    monkeypatch.setattr(lsp_tool, "FIRST_BUILD_WAIT_S", 0.05)
+    root = tmp_path / "ws"
+    write(root, {"main.py": MAIN, "lib/shapes.py": SHAPES})
+    s = Session(root, tmp_path / "cache")
+    try:
+        s.index.start()
+        params = LSPInput(operation="goToDefinition", filePath="main.py", line=5, character=12)
+        a = _from_index(s.index, params, root / "main.py", 10)
+        assert a.locations == []
+        assert "still being built" in a.note and "first build is still running" in a.note
+        assert "not in the workspace" not in a.note
+    finally:
+        s.gate.set()
+        s.index.close()
+
+
+@pytest.mark.parametrize("how", ["ignored", "denied"])
+def test_a_file_the_index_leaves_out_is_not_read_for_an_answer(tmp_path, monkeypatch, how):
+    """A module file that was on disk when the stored listing ran and was left out of it (an
+    ignore file), or one that appeared since but a Read deny rule covers, stays out of the
+    answer, as it is out of the index (a file that appeared since is read: the cases above)."""
+    monkeypatch.setattr(index_module, "LISTED_SLACK_NS", 0)
+    root = tmp_path / "ws"
+    module = {"pkg/shapes.py": "\n" + SHAPES}
+    write(root, {**RELATIVE, **(module if how == "ignored" else {})})
+    s = Session(root, tmp_path / "cache", ignored=tuple(module),
+                include=(lambda p: p.name != "shapes.py") if how == "denied" else None)
+    try:
+        s.gate.set()
+        s.index.refresh()
+        s.gate.clear()
+        if how == "denied":
+            write(root, module)
+        s.index.mark_stale()
+        answer, at_once = s.ask(("pkg/main.py", 5, 12))
+        assert found(answer, root) == [("pkg/shapes/__init__.py", 1)] and at_once
     finally:
         s.gate.set()
         s.index.close()

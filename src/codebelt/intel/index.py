@@ -52,6 +52,8 @@ MAX_TEXT_FILES = 200  # files read per answer to fill in Location.text
 MAX_FUZZY = 64  # query characters used for the in-order (fuzzy) match
 IDENTIFIER_TYPES = frozenset({"name", "constant", "word", "variable_name", "command_name"})
 T = TypeVar("T")
+MAX_FRESH = 32  # files an answer from the store reads from disk because their stored rows are out of date
+LISTED_SLACK_NS = 1_000_000_000  # a file changed this close to a listing may have missed it
 
 
 @dataclass
@@ -95,39 +97,35 @@ class _Names:
 
 @dataclass
 class _Reads:
-    """What one answer read from the stored index: the files whose rows it used, the paths it
-    asked about (and whether the index had them), and whether it read beyond a list of files (a
-    search by name over every file, a scan of every path), which only a full refresh can vouch
-    for."""
+    """What one answer computed from the stored index learnt about the files it asked for:
+    whether each one's stored rows are the file as it is on disk (checked once, against the
+    answer's snapshot of the database), the symbols of those read now instead, and whether it
+    read beyond a list of files (a search by name over every file, a scan of every path), which
+    only a full refresh can vouch for."""
 
-    files: set[str] = field(default_factory=set)
-    probes: dict[str, bool] = field(default_factory=dict)
+    listed_at: int | None  # when the stored listing began (ns since the epoch); None: never
+    current: dict[str, tuple[bool, bool]] = field(default_factory=dict)  # rel -> (current, indexed)
+    fresh: dict[str, list[Symbol]] = field(default_factory=dict)
     everything: bool = False
 
 
 class _SeenPaths:
-    """The indexed paths as an answer sees them: `in` notes the path asked about and what it
-    found; going through them all means the answer rests on every path."""
+    """The indexed paths as an answer from the store sees them: `in` answers for the path as it
+    is on disk now; going through them all means the answer rests on every path."""
 
-    def __init__(self, paths: frozenset[str], reads: _Reads):
+    def __init__(self, index: "CodeIndex", paths: frozenset[str]):
+        self._index = index
         self._paths = paths
-        self._reads = reads
 
     def __contains__(self, rel: object) -> bool:
-        return isinstance(rel, str) and self.probe(rel)
-
-    def probe(self, rel: str) -> bool:
-        found = rel in self._paths
-        if self._reads.probes.setdefault(rel, found) != found:
-            self._reads.everything = True  # two different answers to one question: vouch for nothing
-        return found
+        return isinstance(rel, str) and self._index._present(rel)
 
     def __iter__(self):
-        self._reads.everything = True
+        self._index._reading(None)
         return iter(self._paths)
 
     def __len__(self) -> int:
-        self._reads.everything = True
+        self._index._reading(None)
         return len(self._paths)
 
 
@@ -257,34 +255,29 @@ class CodeIndex:
         """Whether a query now answers from the index as it is: no refresh runs and none is due."""
         return self._built_once and not self._building and self.wait(0) and not self._refresh_due()
 
-    def from_store(self, answer: Callable[[], T], also: Iterable[Path] = ()) -> T | None:
-        """`answer()` computed from the index as stored, without waiting for a refresh (one
-        running, or one due), when it is provably what a refresh would give: every file whose
-        rows it read is, on disk, as the index last read it (mtime and size, the refresh's own
-        rule), every path it asked the index about is there or not there on disk just as the
-        index said, and it read nothing wider (a search by name, a scan of all paths). All of it
-        is read from one snapshot of the database, so a refresh committing meanwhile cannot mix
-        two states. None when that cannot be shown (the caller then waits for the refresh). A
-        refresh that is due is started in the background either way. `also`: files the answer
-        rests on besides what it read (the file under the cursor)."""
+    def from_store(self, answer: Callable[[], T]) -> T | None:
+        """`answer()` computed without waiting for a refresh (one running, or one due), when it
+        provably is what the files on disk say: each file whose rows it reads is checked
+        against the disk by the refresh's own rule (mtime and size as stored), and one that
+        differs, or that appeared since the stored listing, is read now instead (at most
+        MAX_FRESH); a path it asks about is answered as it is on disk. All of it is read from one
+        snapshot of the database, so a refresh committing meanwhile cannot mix two states. None
+        when the answer read more than a list of files (a search by name, a scan of every path):
+        the caller then waits for the refresh. A refresh that is due is started in the
+        background either way."""
         self._check_open()
-        reads = _Reads()
-        for p in also:
-            rel = self.relative(p)
-            if rel is not None:
-                reads.files.add(rel)
         db = self._db()
         own = not db.in_transaction
         self._local.generation = self.generation
-        self._local.reads = reads
         try:
             if own:
-                db.execute("BEGIN")  # one snapshot for the answer and the check below
+                db.execute("BEGIN")  # one snapshot for the whole answer
+            row = db.execute("SELECT value FROM meta WHERE key = 'listed_at'").fetchone()
+            reads = self._local.reads = _Reads(int(row[0]) if row else None)
             try:
                 result = answer()
             except IntelError:
                 return None  # asked again the usual way, which says what is wrong
-            proven = self._as_on_disk(reads)
         finally:
             self._local.reads = self._local.generation = None
             if own and db.in_transaction:
@@ -292,25 +285,58 @@ class CodeIndex:
             if self._refresh_due() or (not self._built_once and self._thread is None):
                 self._stale = False
                 self.start()  # not waited for: the next answer may need it
-        return result if proven else None
+        return None if reads.everything else result
 
-    def _as_on_disk(self, reads: _Reads) -> bool:
-        if reads.everything:
-            return False
-        db = self._db()
-        prefix = f"{self.root}{os.sep}"
-        for rel in reads.files | reads.probes.keys():
-            row = db.execute("SELECT mtime_ns, size FROM files WHERE path = ?", (rel,)).fetchone()
-            seen = reads.probes.get(rel)
-            if seen is not None and seen != (row is not None):
-                return False  # the path table the answer used is not this snapshot's
-            st = _stat(prefix + rel)
+    def _current(self, rel: str) -> tuple[bool, bool]:
+        """(whether the stored rows of `rel` are the file as it is on disk, whether the index
+        has the file at all), for the answer being computed from the store."""
+        reads = self._local.reads
+        hit = reads.current.get(rel)
+        if hit is None:
+            row = self._db().execute("SELECT mtime_ns, size FROM files WHERE path = ?", (rel,)).fetchone()
+            st = _stat(f"{self.root}{os.sep}{rel}")
             if row is None:
-                if st is not None and stat.S_ISREG(st.st_mode):
-                    return False  # a file the index has not seen (new, or never listed)
-            elif st is None or (st.st_mtime_ns, st.st_size) != (row[0], row[1]):
-                return False
-        return True
+                # not indexed: right unless it is a file a listing takes that came after the
+                # stored listing (one there before was left out by an ignore file, or the cap)
+                current = not (self._listable(rel, st) and (
+                    reads.listed_at is None or st.st_ctime_ns > reads.listed_at - LISTED_SLACK_NS))
+            else:
+                current = st is not None and (st.st_mtime_ns, st.st_size) == (row[0], row[1])
+            hit = reads.current[rel] = (current, row is not None)
+        return hit
+
+    def _listable(self, rel: str, st: os.stat_result | None) -> bool:
+        """Whether a listing would take this file, ignore files aside: a regular file (no link
+        followed) of a language a grammar reads, admitted by `include`."""
+        return (st is not None and stat.S_ISREG(st.st_mode) and language_for(rel) is not None
+                and (self._include is None or self._include(self.root / rel)))
+
+    def _present(self, rel: str) -> bool:
+        """Whether `rel` is a file of the index as it would be now (answers from the store)."""
+        current, indexed = self._current(rel)
+        return indexed if current else self._listable(rel, _stat(f"{self.root}{os.sep}{rel}"))
+
+    def _fresh(self, rel: str) -> list[Symbol]:
+        """The definitions of `rel` read from disk now (its stored rows are out of date)."""
+        reads = self._local.reads
+        syms = reads.fresh.get(rel)
+        if syms is not None:
+            return syms
+        syms = []
+        if len(reads.fresh) >= MAX_FRESH:
+            reads.everything = True  # too much has changed: the refresh is the way
+        else:
+            p = self.root / rel
+            lang = language_for(rel)
+            if lang is not None and self._listable(rel, _stat(str(p))):
+                try:
+                    facts = extract(self._read(p), lang)
+                    syms = [Symbol(n, k, p, line, ch, end, cont, sig)
+                            for n, k, line, ch, end, cont, sig in facts.symbols]
+                except Exception:  # noqa: BLE001 - as indexing it would: a file without symbols
+                    syms = []
+        reads.fresh[rel] = syms
+        return syms
 
     def _generation(self) -> int:
         """The generation a cache built now is labelled with: read before the data it is built
@@ -319,16 +345,12 @@ class CodeIndex:
         snapshot = getattr(self._local, "generation", None)
         return self.generation if snapshot is None else snapshot
 
-    def _reading(self, files: Iterable[str] | None) -> None:
-        """Note, for the answer computed from the store in this thread, the files whose rows it
-        reads (None: rows of any file)."""
+    def _reading(self, files: None) -> None:
+        """Note, for an answer computed from the store in this thread, that it reads rows of
+        any file (a list of files is checked file by file instead: `_current`)."""
         reads = getattr(self._local, "reads", None)
-        if reads is None:
-            return
-        if files is None:
+        if reads is not None:
             reads.everything = True
-        else:
-            reads.files.update(files)
 
     def refresh(self) -> RefreshStats:
         """Bring the index up to date with the files on disk; returns what it did."""
@@ -363,6 +385,7 @@ class CodeIndex:
         # few changed (an edit), parsed: a re-index after an edit then costs about the larger
         # of the two, not their sum. What the listing no longer has is dropped, parsed or not.
         prefix = f"{self.root}{os.sep}"
+        listing_began = time.time_ns()
         with ThreadPoolExecutor(1, thread_name_prefix="codebelt-intel-listing") as pool:
             listed = pool.submit(self._list)  # bounded by the listing's own timeout
             known = store.known_files()
@@ -433,6 +456,9 @@ class CodeIndex:
         for rel, (job, out) in ready.items():
             on_result(job, out)
         self._parser.run([j for j in jobs if j.rel not in ready], on_result, self._stop)
+        if not self._stop.is_set() and done == total:
+            # every listed file is in: a file not indexed and older than this was not listed
+            store.set_meta("listed_at", str(listing_began))
         self._commit(changed=done > 0)
         stats.parsed = done
         stats.seconds = time.monotonic() - started
@@ -469,6 +495,12 @@ class CodeIndex:
         by an earlier session (a refresh may be bringing it up to date meanwhile)."""
         self._check_open()
         return self._built_once or self._db().execute("SELECT 1 FROM files LIMIT 1").fetchone() is not None
+
+    def complete(self) -> bool:
+        """Whether the index holds every file a listing found (not so while a first build runs,
+        or after one was cut short): a module it lacks is then not in the workspace."""
+        self._check_open()
+        return self._db().execute("SELECT 1 FROM meta WHERE key = 'listed_at'").fetchone() is not None
 
     def _answer(self, **kw) -> Answer:
         return Answer(backend=BACKEND, note=self.note(), **kw)
@@ -563,7 +595,6 @@ class CodeIndex:
                 raise IntelError(f"cannot read {p}: {e.strerror or e}") from e
             if row is not None and (row[1], row[2]) == (st.st_mtime_ns, st.st_size) \
                     and row[3] is None:
-                self._reading([rel])
                 rows = self._db().execute(
                     f"SELECT {_SYM_COLS} FROM symbols s JOIN files f ON f.id = s.file_id "
                     "WHERE s.file_id = ? ORDER BY s.line, s.character", (row[0],)).fetchall()
@@ -689,7 +720,9 @@ class CodeIndex:
                        ) -> list[Symbol]:
         """Definitions named `name`, in the files `rels` (relative paths) or anywhere (None)."""
         self._ensure_started()
-        self._reading(rels)
+        if rels is not None and getattr(self._local, "reads", None) is not None:
+            return self._definitions_now(name, rels, limit)
+        self._reading(None)
         db = self._db()
         if rels is None:
             rows = db.execute(
@@ -705,12 +738,31 @@ class CodeIndex:
                     "ORDER BY f.path, s.line LIMIT ?", (name, *batch, limit)).fetchall()
         return [self._symbol(r) for r in rows]
 
+    def _definitions_now(self, name: str, rels: list[str], limit: int) -> list[Symbol]:
+        """`definitions_in` for an answer from the store: the stored rows of the files that
+        are current, the others read now."""
+        stored: list[str] = []
+        out: list[Symbol] = []
+        for rel in dict.fromkeys(rels):
+            if self._current(rel)[0]:
+                stored.append(rel)
+            else:
+                out += [s for s in self._fresh(rel) if s.name == name]
+        db = self._db()
+        for i in range(0, len(stored), 500):
+            batch = stored[i:i + 500]
+            out += [self._symbol(r) for r in db.execute(
+                f"SELECT {_SYM_COLS} FROM symbols s JOIN files f ON f.id = s.file_id "
+                f"WHERE s.name = ? AND f.path IN ({','.join('?' * len(batch))}) "
+                "ORDER BY f.path, s.line LIMIT ?", (name, *batch, limit))]
+        out.sort(key=lambda s: (self.relative(s.path) or "", s.line))
+        return out[:limit]
+
     def all_paths(self) -> frozenset[str] | _SeenPaths:
         """Every indexed file's relative path (cached per index generation). While an answer is
-        computed from the store, a view that notes what the answer asks of it."""
+        computed from the store, a view that answers for the paths as they are on disk."""
         paths = self._paths_table()[0]
-        reads = getattr(self._local, "reads", None)
-        return paths if reads is None else _SeenPaths(paths, reads)
+        return paths if getattr(self._local, "reads", None) is None else _SeenPaths(self, paths)
 
     def shortest_ending(self, suffixes: list[str]) -> list[str]:
         """The shortest indexed paths equal to one of `suffixes` or ending with "/" + one, in
@@ -721,18 +773,15 @@ class CodeIndex:
             base = suffix.rpartition("/")[2]
             found += [p for p in by_name.get(base, ()) if p == suffix or p.endswith("/" + suffix)]
         best = min(map(len, found), default=None)
-        reads = getattr(self._local, "reads", None)
-        if reads is not None:
-            # Only a path at most `best` long could change this answer: a suffix itself, which
-            # is one path to look at, or one below some directory, at least two characters
-            # longer than its suffix, which could appear anywhere.
+        if getattr(self._local, "reads", None) is not None:
+            # From the store: only the suffixes themselves can be looked at one by one; any
+            # other path ending so is at least two characters longer (a directory and a
+            # slash) and could appear anywhere, so it must be longer than the answer.
+            on_disk = [s for s in suffixes if self._present(s)]
+            best = min(map(len, on_disk), default=None)
             if best is None or any(len(s) + 2 <= best for s in suffixes):
-                reads.everything = True
-            else:
-                seen = _SeenPaths(paths, reads)
-                for s in suffixes:
-                    if len(s) <= best:
-                        seen.probe(s)
+                self._reading(None)
+            found = on_disk
         return sorted(p for p in found if len(p) == best)
 
     def _paths_table(self) -> tuple[frozenset[str], dict[str, list[str]]]:

@@ -158,16 +158,17 @@ class LSP(Tool):
 
 
 def _from_index(index, params: LSPInput, path: Path | None, limit: int) -> Answer:
-    """The index's answer. While a refresh runs or is due (over an index built before: the one
-    a session starts over the last session's, or the one a query makes a second after the
-    last), it answers at once from what is stored when that provably matches the disk for every
-    file the answer rests on; else, and on a fresh index, it waits (bounded) for the refresh."""
+    """The index's answer. While a refresh runs or is due (the first build, the one a session
+    starts over the last session's index, the one a query makes a second after the last), it
+    answers at once when the answer rests on a list of files, each read from the stored index
+    where that matches the disk and from the disk where not; else it waits (bounded) for the
+    refresh."""
     def ask() -> Answer:
         return navigate.answer(index, params.operation, path, params.line, params.character, params.query,
                                limit=limit)
 
-    if not index.settled() and index.has_earlier_build():
-        answer = index.from_store(ask, also=[path] if path is not None else [])
+    if not index.settled():
+        answer = index.from_store(ask)
         if answer is not None:
             return answer
     index.wait(FIRST_BUILD_WAIT_S)
