@@ -121,11 +121,11 @@ class _SeenPaths:
         return isinstance(rel, str) and self._index._present(rel)
 
     def __iter__(self):
-        self._index._reading(None)
+        self._index._reading_everything()
         return iter(self._paths)
 
     def __len__(self) -> int:
-        self._index._reading(None)
+        self._index._reading_everything()
         return len(self._paths)
 
 
@@ -345,7 +345,7 @@ class CodeIndex:
         snapshot = getattr(self._local, "generation", None)
         return self.generation if snapshot is None else snapshot
 
-    def _reading(self, files: None) -> None:
+    def _reading_everything(self) -> None:
         """Note, for an answer computed from the store in this thread, that it reads rows of
         any file (a list of files is checked file by file instead: `_current`)."""
         reads = getattr(self._local, "reads", None)
@@ -527,7 +527,7 @@ class CodeIndex:
 
     def definitions(self, name: str, *, limit: int = 50) -> Answer:
         self._ensure_started()
-        self._reading(None)
+        self._reading_everything()
         limit = _check_limit(limit)
         db = self._db()
         total = db.execute("SELECT count(*) FROM symbols WHERE name = ?", (name,)).fetchone()[0]
@@ -544,7 +544,7 @@ class CodeIndex:
                    include_definitions: bool = False) -> Answer:
         """Where `name` is used. Definition sites are left out unless `include_definitions`."""
         self._ensure_started()
-        self._reading(None)
+        self._reading_everything()
         limit = _check_limit(limit)
         db = self._db()
         total = db.execute("SELECT coalesce(sum(count), 0) FROM refs WHERE name = ?",
@@ -612,7 +612,7 @@ class CodeIndex:
         prefix, then substring; shorter names and types before variables within a tier. With
         fewer hits than `limit`, names holding the query's letters in order come last."""
         self._ensure_started()
-        self._reading(None)
+        self._reading_everything()
         limit = _check_limit(limit)
         q = query.strip().lower()
         if not q:
@@ -652,7 +652,7 @@ class CodeIndex:
     def skipped_files(self, limit: int = 3) -> tuple[int, list[tuple[str, str]]]:
         """How many listed source files have no symbols because they could not be read or
         parsed (binary, too large, a parse failure), and the first `limit` (path, why)."""
-        self._reading(None)
+        self._reading_everything()
         db = self._db()
         count = db.execute("SELECT count(*) FROM files WHERE error IS NOT NULL").fetchone()[0]
         first = db.execute("SELECT path, error FROM files WHERE error IS NOT NULL ORDER BY path "
@@ -722,7 +722,7 @@ class CodeIndex:
         self._ensure_started()
         if rels is not None and getattr(self._local, "reads", None) is not None:
             return self._definitions_now(name, rels, limit)
-        self._reading(None)
+        self._reading_everything()
         db = self._db()
         if rels is None:
             rows = db.execute(
@@ -780,7 +780,7 @@ class CodeIndex:
             on_disk = [s for s in suffixes if self._present(s)]
             best = min(map(len, on_disk), default=None)
             if best is None or any(len(s) + 2 <= best for s in suffixes):
-                self._reading(None)
+                self._reading_everything()
             found = on_disk
         return sorted(p for p in found if len(p) == best)
 
@@ -876,7 +876,7 @@ class CodeIndex:
         """For the repository map: definitions (path, name, kind, line, signature, container)
         and per-file reference counts (path, name, plain, count)."""
         self._ensure_started()
-        self._reading(None)
+        self._reading_everything()
         db = self._db()
         defs = db.execute(
             "SELECT f.path, s.name, s.kind, s.line, s.signature, s.container FROM symbols s "
