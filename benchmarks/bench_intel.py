@@ -163,10 +163,10 @@ def child_first_call(root: Path, delay: float, lsp: bool, repeat: int) -> None:
             print(json.dumps({}))
             return
         time.sleep(delay)
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.thread_time()
         r = s.call("LSP", params)
-        first = time.perf_counter() - t
-        out = {"first": first, "backend": r.data.get("backend"), "found": r.data.get("locations", [])[:1]}
+        first, cpu = time.perf_counter() - t, time.thread_time() - cpu
+        out = {"first": first, "cpu": cpu, "backend": r.data.get("backend"), "found": r.data.get("locations", [])[:1]}
         times = []
         deadline = time.monotonic() + 120
         while repeat and time.monotonic() < deadline:
@@ -201,7 +201,8 @@ def first_call_rows(root: Path, repeat: int, src: str | None = None) -> list[tup
 
     def where(r: dict) -> str:
         found = r["found"]
-        return f"{r['backend']}: " + (f"{found[0]['path']}:{found[0]['line']}" if found else "nothing")
+        cpu = f"{r['cpu'] * 1e3:.0f} ms CPU in the calling thread; " if "cpu" in r else ""
+        return cpu + f"{r['backend']}: " + (f"{found[0]['path']}:{found[0]['line']}" if found else "nothing")
 
     rows = []
     try:
@@ -248,6 +249,8 @@ def main() -> None:
         w = max(len(r[0]) for r in rows)
         for label, value, note in rows:
             print(f"{label:<{w}}  {value:>10}  {note}")
+        print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+              f"(cores: {len(os.sched_getaffinity(0))})")
         return
     if args.child_build:
         child_build(Path(args.child_build[0]), Path(args.child_build[1]), args.workers)
