@@ -233,3 +233,27 @@ def test_a_file_the_index_leaves_out_is_not_read_for_an_answer(tmp_path, monkeyp
     finally:
         s.gate.set()
         s.index.close()
+
+
+def test_a_module_reached_through_a_linked_directory_is_not_read(tmp_path):
+    """The listing follows no symbolic link, and an answer that reads files the index has not
+    seen takes the same view: a module behind a linked directory (which may lead out of the
+    workspace; no file is ever opened through a link) is not there, at once."""
+    outside = tmp_path / "outside"
+    root = tmp_path / "ws"
+    write(root, RELATIVE)
+    s = Session(root, tmp_path / "cache")
+    try:
+        s.gate.set()
+        s.index.refresh()
+        s.gate.clear()
+        write(outside, {"shapes.py": "\n\n" + SHAPES})  # newer than the listing
+        (root / "pkg" / "linked").symlink_to(outside, target_is_directory=True)
+        (root / "pkg" / "main.py").write_text(MAIN.replace("from shapes", "from .linked.shapes"))
+        s.index.mark_stale()
+        answer, at_once = s.ask(("pkg/main.py", 5, 12))
+        assert answer.locations == [] and at_once
+        assert "not in the workspace" in answer.note
+    finally:
+        s.gate.set()
+        s.index.close()

@@ -306,10 +306,15 @@ class CodeIndex:
         return hit
 
     def _listable(self, rel: str, st: os.stat_result | None) -> bool:
-        """Whether a listing would take this file, ignore files aside: a regular file (no link
-        followed) of a language a grammar reads, admitted by `include`."""
-        return (st is not None and stat.S_ISREG(st.st_mode) and language_for(rel) is not None
-                and (self._include is None or self._include(self.root / rel)))
+        """Whether a listing would take this file, ignore files aside: a regular file of a
+        language a grammar reads, admitted by `include`, reached through no symbolic link (the
+        listing follows none: a linked directory may lead out of the workspace)."""
+        if st is None or not stat.S_ISREG(st.st_mode) or language_for(rel) is None:
+            return False
+        path = self.root / rel
+        if os.path.realpath(path) != str(path):
+            return False
+        return self._include is None or self._include(path)
 
     def _present(self, rel: str) -> bool:
         """Whether `rel` is a file of the index as it would be now (answers from the store)."""
