@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -47,7 +49,9 @@ needs_pidfd = pytest.mark.skipif(not _kernel_has_peer_pidfd(), reason="SO_PEERPI
 
 class Helper:
     def __init__(self, tmp: Path, ws: Path):
-        self.run = tmp / "run"
+        # A short directory: a socket's path has at most 107 bytes, which a long test name under
+        # pytest's temporary directory (one more level per xdist worker) can pass.
+        self.run = Path(tempfile.mkdtemp(prefix="cbh-")) / "run"
         self.run.mkdir(mode=0o700)
         self.log = tmp / "helper.log"
         self.ws = ws
@@ -92,6 +96,7 @@ class Helper:
                 time.sleep(0.02)
             if self._ours(pid):
                 os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(self.run.parent, ignore_errors=True)
 
     def _ours(self, pid: int) -> bool:
         """`pid` is still this test's helper (not a process that reused its number)."""
