@@ -2,7 +2,7 @@
 process next to its yardstick, in pairs run alternately (A B A B …) so that the ratio of each pair
 holds while the machine's speed drifts.
 
-    .venv/bin/python benchmarks/bench_cli.py [--runs 30] [--codex PATH] [--json]
+    .venv/bin/python benchmarks/bench_cli.py [--runs 30] [--codex PATH] [--against CODEBELT] [--json]
 
 Rows (wall and CPU time of the child, user + system, as the kernel accounts it):
 - `python -c pass`: the interpreter alone;
@@ -15,6 +15,8 @@ Rows (wall and CPU time of the child, user + system, as the kernel accounts it):
 - the same without codebelt's bytecode (`PYTHONDONTWRITEBYTECODE=1`, a copy of the package with
   no `__pycache__`: each of its modules compiled from source on every start, as in an editable
   install where bytecode is never written — `scripts/setup.sh` compiles it);
+- with `--against` another installation's `codebelt` (e.g. main's `.venv/bin/codebelt`): its
+  `codebelt call Read` next to this one's, in a process of its own (its bytecode compiled first);
 - `codebelt call Read` through the resident helper (`codebelt.cli.helper`: a process that
   imported codebelt once forks a child per call), next to the same call in a process of its own
   (`CODEBELT_HELPER=0`, as every other row runs).
@@ -101,7 +103,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=30, help="pairs per row (default 30)")
     ap.add_argument("--codex", help="the native Codex binary (default: looked for in the npm cache directory)")
-    ap.add_argument("--only", help="comma-separated row keys to run (floor, read, glob, edit, patch, nopyc, helper)")
+    ap.add_argument("--against", metavar="CODEBELT", help="another installation's codebelt script: its Read next to this one's")
+    ap.add_argument("--only", help="comma-separated row keys to run (floor, read, glob, edit, patch, nopyc, against, helper)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     only = set(args.only.split(",")) if args.only else None
@@ -139,6 +142,8 @@ def main() -> None:
 
         add("floor", "python -c 'pydantic, one model'", "python -c pass", [PY, "-c", PYDANTIC_FLOOR], pass_)
         add("read", "codebelt call Read (text file)", "python -c pass", read, pass_)
+        if args.against:
+            add("against", "codebelt call Read", "--against: codebelt call Read", read, [args.against, *read[1:]])
         add("glob", "codebelt call Glob", "python -c pass", [codebelt, "call", "Glob", '{"pattern": "*.txt"}'], pass_)
         if want("edit"):
             # an Edit and its inverse alternate, so each run changes the file; both after a Read

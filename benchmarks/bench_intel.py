@@ -21,7 +21,11 @@ benchmarks/.corpus/intel/ once, then measures:
   interpreter (imports count): with no index cache yet and with one, asked the moment the session
   opens and after it has been open 2 s (the index refreshed and servers started at session
   start), next to the same call answered later by the index and by basedpyright once ready
-  (`--first-only`: just these).
+  (`--first-only`: just these);
+- `--parse-only`: the CPU time of extracting symbols and references from the first 300 Python
+  files of the corpus in one process (what a parse worker does per file).
+`--before SRC` (with `--first-only` or `--parse-only`): the same measured on another checkout's
+`src/` (`git archive REV src | tar -x -C /tmp/before`) in the same run, side by side.
 """
 
 from __future__ import annotations
@@ -141,6 +145,31 @@ def lsp_rows(root: Path, ix: CodeIndex, sample: list[str]) -> list[tuple[str, st
     return rows
 
 
+def child_parse(root: Path) -> None:
+    """Runs in a fresh interpreter: extract 300 files in process; CPU seconds as JSON."""
+    from codebelt.intel.extract import extract
+
+    datas = [p.read_bytes() for p in sorted(root.rglob("*.py"))[:300]]
+    extract(b"x = 1\n", "python")  # loads the grammar and query first
+    cpu = time.process_time()
+    for data in datas:
+        extract(data, "python")
+    print(json.dumps({"cpu": time.process_time() - cpu, "files": len(datas), "kb": sum(map(len, datas)) // 1000}))
+
+
+def parse_rows(root: Path, src: str | None = None) -> list[tuple[str, str, str]]:
+    env = {**os.environ, **({"PYTHONPATH": src} if src else {})}
+    runs = []
+    for _ in range(3):
+        out = subprocess.run([sys.executable, __file__, "--child-parse", str(root)], capture_output=True, text=True,
+                             timeout=600, env=env, start_new_session=True)
+        if out.returncode != 0:
+            sys.exit(f"parse child failed:\n{out.stderr}")
+        runs.append(json.loads(out.stdout))
+    best = min(r["cpu"] for r in runs)
+    return [("extract 300 files in process, best of 3", f"{best:.2f} s CPU", f"{runs[0]['kb']} kB")]
+
+
 FIRST_USE = ("json/__init__.py", "_default_decoder = JSONDecoder(", "JSONDecoder")
 
 
@@ -163,10 +192,10 @@ def child_first_call(root: Path, delay: float, lsp: bool, repeat: int) -> None:
             print(json.dumps({}))
             return
         time.sleep(delay)
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.thread_time()
         r = s.call("LSP", params)
-        first = time.perf_counter() - t
-        out = {"first": first, "backend": r.data.get("backend"), "found": r.data.get("locations", [])[:1]}
+        first, cpu = time.perf_counter() - t, time.thread_time() - cpu
+        out = {"first": first, "cpu": cpu, "backend": r.data.get("backend"), "found": r.data.get("locations", [])[:1]}
         times = []
         deadline = time.monotonic() + 120
         while repeat and time.monotonic() < deadline:
@@ -201,7 +230,8 @@ def first_call_rows(root: Path, repeat: int, src: str | None = None) -> list[tup
 
     def where(r: dict) -> str:
         found = r["found"]
-        return f"{r['backend']}: " + (f"{found[0]['path']}:{found[0]['line']}" if found else "nothing")
+        cpu = f"{r['cpu'] * 1e3:.0f} ms CPU in the calling thread; " if "cpu" in r else ""
+        return cpu + f"{r['backend']}: " + (f"{found[0]['path']}:{found[0]['line']}" if found else "nothing")
 
     rows = []
     try:
@@ -231,11 +261,25 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--lsp-only", action="store_true", help="only the LSP rows, jailed and not")
     ap.add_argument("--first-only", action="store_true", help="only the first-call rows")
-    ap.add_argument("--before", metavar="SRC", help="with --first-only: also the sessions of another checkout's "
-                    "src/ (git worktree add /tmp/before REV), side by side")
+    ap.add_argument("--before", metavar="SRC", help="with --first-only or --parse-only: also another checkout's "
+                    "src/ (git archive REV src | tar -x -C /tmp/before), side by side")
     ap.add_argument("--child-build", nargs=2, metavar=("ROOT", "CACHE"), help=argparse.SUPPRESS)
     ap.add_argument("--child-first", nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument("--parse-only", action="store_true", help="only the in-process parse CPU time")
+    ap.add_argument("--child-parse", metavar="ROOT", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child_parse:
+        child_parse(Path(args.child_parse))
+        return
+    if args.parse_only:
+        root = build_corpus() / "Lib"
+        rows = parse_rows(root)
+        if args.before:
+            rows += [(f"before: {label}", value, note) for label, value, note in parse_rows(root, args.before)]
+        for label, value, note in rows:
+            print(f"{label:<50}  {value:>12}  {note}")
+        print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        return
     if args.child_first:
         root, delay, lsp, again = args.child_first
         child_first_call(Path(root), float(delay), lsp == "1", int(again))
@@ -248,6 +292,8 @@ def main() -> None:
         w = max(len(r[0]) for r in rows)
         for label, value, note in rows:
             print(f"{label:<{w}}  {value:>10}  {note}")
+        print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+              f"(cores: {len(os.sched_getaffinity(0))})")
         return
     if args.child_build:
         child_build(Path(args.child_build[0]), Path(args.child_build[1]), args.workers)

@@ -55,3 +55,13 @@ def make_session(ws: Path, audit_db: Path):
     yield factory
     for s in sessions:
         s.close()
+
+
+def pytest_collection_modifyitems(config, items):
+    # Under pytest-xdist (`-n 3 --dist loadgroup`) a module's tests that share a module-scoped
+    # fixture (a language server, an HTTP server, a built project) run in one worker, so that
+    # fixture is built once, as in a serial run, rather than once per worker.
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is not None and any(defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values()):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

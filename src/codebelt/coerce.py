@@ -19,11 +19,13 @@ import math
 import re
 import types
 import typing
-from typing import Any, Literal
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any, Literal
 
 from .texts import Texts
+from .tool import REQUIRED, DeclaredInput
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
 
 _NUMBER = re.compile(r"^\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*$")
 
@@ -44,24 +46,49 @@ def _kinds(annotation: Any) -> set[Any]:
     if origin is dict:
         return {dict}
     if isinstance(annotation, type):
-        if issubclass(annotation, BaseModel):
+        if _is_model(annotation):
             return {dict}
         return {annotation}
     return set()
 
 
-def coerce_input(model: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:
-    fields = model.model_fields
-    by_alias = {(f.alias or name): name for name, f in fields.items()}
+def _is_model(annotation: type) -> bool:
+    """A pydantic model (an object), without importing pydantic when nothing did yet."""
+    import sys
+
+    pydantic = sys.modules.get("pydantic")
+    return pydantic is not None and issubclass(annotation, pydantic.BaseModel)
+
+
+def _fields(model: Any) -> dict[str, tuple[str, Any, bool]]:
+    """{name or alias: (name, annotation, required)} of a pydantic model or a tool's
+    `DeclaredModel` (read from its declaration: the model is not built)."""
+    declared = getattr(model, "declared_fields", None)
+    if declared is not None:
+        table = {}
+        for name, (tp, param) in declared().items():
+            table[name] = (name, tp, param.required)
+            alias = param.kwargs.get("alias")
+            if alias:
+                table[alias] = (name, tp, param.required)
+        return table
+    table = {}
+    for name, f in model.model_fields.items():
+        table[name] = table[f.alias or name] = (name, f.annotation, f.is_required())
+    return table
+
+
+def coerce_input(model: Any, data: dict[str, Any]) -> dict[str, Any]:
+    fields = _fields(model)
     out: dict[str, Any] = {}
     for key, value in data.items():
-        name = by_alias.get(key, key)
-        field = fields.get(name)
+        field = fields.get(key)
         if field is None:
             out[key] = value
             continue
-        kinds = _kinds(field.annotation)
-        if value is None and not field.is_required():
+        _, annotation, required = field
+        kinds = _kinds(annotation)
+        if value is None and not required:
             continue  # null for an optional field: not given
         if isinstance(value, str) and str not in kinds:
             text = value.strip()
@@ -84,6 +111,80 @@ def coerce_input(model: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]
             value = float(value)
         out[key] = value
     return out
+
+
+# Param arguments that only word the schema: nothing pydantic checks a value against.
+_SCHEMA_ONLY = frozenset({"description", "json_schema_extra", "title", "examples"})
+_SCALARS = (str, int, float, bool)
+_plain_checks_cache: dict[type, dict[str, tuple[Any, Any]] | None] = {}
+
+
+def _plain_check(annotation: Any) -> Any:
+    """A predicate equal to pydantic's strict check of a value for `annotation`, or None when the
+    annotation is not one modelled here: str, int, float, bool, a Literal of strings, each
+    optionally `| None`. Only the exact JSON types pass (a str subclass, a bool for an int, an int
+    for a float are left to pydantic)."""
+    options: list[Any] = [annotation]
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        options = list(typing.get_args(annotation))
+    nullable = type(None) in options
+    rest = [o for o in options if o is not type(None)]
+    if len(rest) != 1:
+        return None
+    kind = rest[0]
+    if typing.get_origin(kind) is Literal:
+        allowed = typing.get_args(kind)
+        if not all(type(a) is str for a in allowed):
+            return None
+        return lambda v: (v is None and nullable) or (type(v) is str and v in allowed)
+    if kind not in _SCALARS:
+        return None
+    if kind is float:
+        return lambda v: (v is None and nullable) or (type(v) is float and math.isfinite(v))
+    return lambda v: (v is None and nullable) or type(v) is kind
+
+
+def _plain_checks(declared: Any) -> dict[str, tuple[Any, Any]] | None:
+    """{field: (default, check)} of a declared model whose every field has a plain check and no
+    argument that constrains its value; None otherwise (then pydantic validates)."""
+    if declared in _plain_checks_cache:
+        return _plain_checks_cache[declared]
+    checks: dict[str, tuple[Any, Any]] | None = {}
+    for name, (tp, param) in declared.declared_fields().items():
+        check = _plain_check(tp)
+        if (check is None or set(param.kwargs) - _SCHEMA_ONLY
+                or not (param.default is REQUIRED or param.default is None or type(param.default) in _SCALARS)):
+            checks = None
+            break
+        checks[name] = (param.default, check)
+    _plain_checks_cache[declared] = checks
+    return checks
+
+
+def plain_params(model: Any, data: dict[str, Any]) -> Any:
+    """The params of a tool's `DeclaredInput` for `data` (already coerced) when a plain check
+    settles them, without building the pydantic model; None when it cannot (a pydantic model, a
+    field or value it does not model, anything invalid): pydantic then validates and words the
+    error. What it accepts, pydantic accepts with the same values (tests/core/test_plain_params.py
+    holds the two to that, case by case)."""
+    if not (isinstance(model, type) and issubclass(model, DeclaredInput)):
+        return None
+    checks = _plain_checks(model)
+    if checks is None:
+        return None
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        entry = checks.get(key) if type(key) is str else None
+        if entry is None or not entry[1](value):
+            return None
+        values[key] = value
+    for name, (default, _) in checks.items():
+        if name not in values:
+            if default is REQUIRED:
+                return None
+            values[name] = default
+    return model(**values)
 
 
 def _json_type(value: Any) -> str:

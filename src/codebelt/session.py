@@ -21,10 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
-from pydantic import ValidationError
-
 from . import budget
-from .coerce import coerce_input, describe_validation_error
+from .coerce import coerce_input, describe_validation_error, plain_params
 from .errors import (
     Cancelled,
     CodebeltError,
@@ -690,11 +688,17 @@ class Session:
             raise ToolError(
                 f"Input to {tool.name} must be a JSON object, got {type(input).__name__}."
             )
-        try:
-            params = tool.Input.model_validate(coerce_input(tool.Input, dict(input)))
-        except ValidationError as e:
-            raise ToolError(tool.input_error(dict(input), e)
-                            or describe_validation_error(tool.name, e, self.texts, tool.Input)) from None
+        data = coerce_input(tool.Input, dict(input))
+        # a declared input a plain check settles needs no pydantic; anything else, and every error, is pydantic's
+        params = plain_params(tool.Input, data)
+        if params is None:
+            from pydantic import ValidationError
+
+            try:
+                params = tool.Input.model_validate(data)
+            except ValidationError as e:
+                raise ToolError(tool.input_error(dict(input), e)
+                                or describe_validation_error(tool.name, e, self.texts, tool.Input)) from None
         return _Prepared(tool, params)
 
     def _permit(self, tool: Tool, params: Any, raw: Any, ctx: ToolContext, pre: Any = None) -> Decision:

@@ -1,19 +1,18 @@
 """The tool contract: what every tool declares and what every call returns.
 
 A tool is one self-describing object: its name, the prompt text the model reads, its input model
-(pydantic), its flags, which permission-rule family covers it, what it asks permission for, and
+(pydantic, or a `DeclaredInput` whose pydantic model is built on first need), its flags, which permission-rule family covers it, what it asks permission for, and
 `run`. Nothing about a tool lives outside its own module except its registration in
 `codebelt.tools`.
 """
 
 from __future__ import annotations
 
+import copy
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal, TypeVar
-
-from pydantic import BaseModel, ConfigDict
 
 from .errors import Cancelled, SessionClosed, ToolError
 from .texts import Texts
@@ -26,13 +25,15 @@ if TYPE_CHECKING:
     from .permissions.engine import PermissionEngine
     from .permissions.question import Preview
     from .permissions.requests import Request
+    from pydantic import BaseModel
+
     from .settings import Settings
 
 T = TypeVar("T")
 
 __all__ = [
     "Image", "Document", "ToolResult", "ToolError", "Cancelled", "ToolContext", "ToolInput", "Tool",
-    "ProgressCallback", "Services",
+    "ProgressCallback", "Services", "DeclaredModel", "DeclaredInput", "Param",
 ]
 
 
@@ -210,11 +211,143 @@ class ToolContext:
                 pass
 
 
-class ToolInput(BaseModel):
-    """Base for tool input models: unknown fields are refused, so typos surface; types are strict
-    (`coerce.coerce_input` first turns "3" into 3 and "true" into true, as Claude Code does)."""
+def _tool_input() -> type:
+    """ToolInput, defined on first need: a pydantic model, so that a tool declared with
+    `DeclaredInput` (Read) runs a call without importing pydantic at all."""
+    with _defining:  # one class, whichever thread asks first
+        found = globals().get("ToolInput")
+        return found if found is not None else _define_tool_input()
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+
+_defining = threading.RLock()
+
+
+def _define_tool_input() -> type:
+    from pydantic import BaseModel, ConfigDict
+
+    class ToolInput(BaseModel):
+        """Base for tool input models: unknown fields are refused, so typos surface; types are strict
+        (`coerce.coerce_input` first turns "3" into 3 and "true" into true, as Claude Code does)."""
+
+        model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+
+    ToolInput.__module__, ToolInput.__qualname__ = __name__, "ToolInput"
+    globals()["ToolInput"] = ToolInput
+    return ToolInput
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ToolInput":
+        return _tool_input()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+REQUIRED: Any = ...  # a Param without a default (pydantic's own marker, Ellipsis)
+
+
+class Param:
+    """One field of a `DeclaredModel`: `pydantic.Field`'s arguments, kept until the model is built."""
+
+    __slots__ = ("default", "kwargs")
+
+    def __init__(self, default: Any = REQUIRED, **kwargs: Any) -> None:
+        self.default = default
+        self.kwargs = kwargs
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+class _Declared(type):
+    def __getattr__(cls, name: str) -> Any:
+        # what the declaration lacks is the model's: model_validate, model_fields, model_json_schema …
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(cls.model(), name)
+
+
+class DeclaredModel(metaclass=_Declared):
+    """A model declared with plain class attributes, `name: type = Param(default, description=…)`,
+    whose pydantic model is built on first need (`model()`, or any `model_*` attribute asked of
+    the class). Importing a tool that declares its input this way imports no pydantic, and a call
+    whose input `coerce.plain_params` can settle never builds the model: the params are then an
+    instance of this class, with the same attributes the model's instance would have."""
+
+    _pydantic_base = "BaseModel"
+
+    @classmethod
+    def declared_fields(cls) -> dict[str, tuple[Any, Param]]:
+        """{name: (type, Param)} in declaration order, the annotations evaluated once."""
+        cached = cls.__dict__.get("_fields")
+        if cached is None:
+            import typing
+
+            hints = typing.get_type_hints(cls)
+            cached = {}
+            for name in cls.__dict__.get("__annotations__", {}):
+                value = cls.__dict__.get(name, REQUIRED)
+                cached[name] = (hints[name], value if isinstance(value, Param) else Param(value))
+            type.__setattr__(cls, "_fields", cached)
+        return cached
+
+    @classmethod
+    def model(cls) -> type[BaseModel]:
+        """The pydantic model of this declaration (built once)."""
+        built = cls.__dict__.get("_model")
+        if built is not None:
+            return built
+        with _defining:
+            built = cls.__dict__.get("_model")
+            if built is None:
+                import pydantic
+
+                base = _tool_input() if cls._pydantic_base == "ToolInput" else pydantic.BaseModel
+                fields = {name: (tp, pydantic.Field(p.default, **p.kwargs))
+                          for name, (tp, p) in cls.declared_fields().items()}
+                built = pydantic.create_model(cls.__name__, __base__=base, __module__=cls.__module__,
+                                              __doc__=cls.__doc__, **fields)
+                built.__qualname__ = cls.__qualname__
+                type.__setattr__(cls, "_model", built)
+        return built
+
+    def __init__(self, **values: Any) -> None:
+        """The values as given (unchecked: `coerce.plain_params` checks an input first; an
+        output is the tool's own), the defaults of the fields not given."""
+        fields = type(self).declared_fields()
+        unknown = set(values) - set(fields)
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no field {sorted(unknown)[0]!r}")
+        for name, (_, param) in fields.items():
+            if name not in values:
+                if param.required:
+                    raise TypeError(f"{type(self).__name__} needs {name!r}")
+                values[name] = copy.deepcopy(param.default)
+        self.__dict__.update(values)
+
+    def model_dump(self) -> dict[str, Any]:
+        return {name: self.__dict__[name] for name in type(self).declared_fields()}
+
+    def model_dump_json(self, exclude_none: bool = False) -> str:
+        import json
+
+        values = {k: v for k, v in self.model_dump().items() if not (exclude_none and v is None)}
+        return json.dumps(values, ensure_ascii=False, separators=(",", ":"))
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.__dict__ == self.__dict__
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.model_dump().items())})"
+
+
+class DeclaredInput(DeclaredModel):
+    """A tool input declared as a `DeclaredModel`: its model is a `ToolInput` (strict, unknown
+    fields refused)."""
+
+    _pydantic_base = "ToolInput"
 
 
 class Tool:
@@ -281,7 +414,8 @@ class Tool:
         path = getattr(params, "file_path", None)
         if isinstance(path, str):
             return path
-        return params.model_dump_json(exclude_none=True) if isinstance(params, BaseModel) else str(params)
+        dump = getattr(params, "model_dump_json", None)  # a pydantic model's
+        return dump(exclude_none=True) if callable(dump) else str(params)
 
     def preview(self, params: Any, ctx: ToolContext) -> "Preview | None":
         """More than `summarize` for a person asked to approve this call, when one line cannot

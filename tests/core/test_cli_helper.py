@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -47,7 +49,9 @@ needs_pidfd = pytest.mark.skipif(not _kernel_has_peer_pidfd(), reason="SO_PEERPI
 
 class Helper:
     def __init__(self, tmp: Path, ws: Path):
-        self.run = tmp / "run"
+        # A short directory: a socket's path has at most 107 bytes, which a long test name under
+        # pytest's temporary directory (one more level per xdist worker) can pass.
+        self.run = Path(tempfile.mkdtemp(prefix="cbh-")) / "run"
         self.run.mkdir(mode=0o700)
         self.log = tmp / "helper.log"
         self.ws = ws
@@ -80,13 +84,26 @@ class Helper:
         return {int(line.split()[1]) for line in self.log.read_text().splitlines() if line.startswith("start ")}
 
     def stop(self) -> None:
+        # Removing the socket is how a helper is told to go, but it notices only at its next
+        # once-a-second look (test_the_helper_leaves_when_idle_or_when_its_socket_goes proves
+        # that): a test's own helper, still ours by its socket path, is ended at once instead.
         helper.stop(str(self.run / "codebelt"))
         deadline = time.monotonic() + 30
         for pid in self.pids():
-            while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if Path(f"/proc/{pid}").exists():
+            if self._ours(pid):
+                os.kill(pid, signal.SIGTERM)
+            while self._ours(pid) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if self._ours(pid):
                 os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(self.run.parent, ignore_errors=True)
+
+    def _ours(self, pid: int) -> bool:
+        """`pid` is still this test's helper (not a process that reused its number)."""
+        try:
+            return str(self.run).encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return False
 
 
 @pytest.fixture

@@ -51,11 +51,16 @@ def _call(tool: str, args: dict) -> list[str]:
 
 CASES = [
     # (id, argv, modules that must load, modules that must not)
+    # no pydantic: Read's input is a DeclaredInput and plain settings need no model (settings/plain.py)
     ("call Read", _call("Read", {"file_path": "a.txt"}), ("codebelt.tools.read",),
-     HEAVY + MACHINERY + tuple(t for t in TOOLS if t != "codebelt.tools.read")),
+     HEAVY + MACHINERY + ("pydantic",) + tuple(t for t in TOOLS if t != "codebelt.tools.read")),
     # Glob and Grep run ripgrep in the read-only jail: they load the sandbox, nothing else of it
     ("call Glob", _call("Glob", {"pattern": "*.txt"}), ("codebelt.tools.glob", "codebelt.sandbox.manager"),
-     HEAVY + JAILED + tuple(t for t in TOOLS if t != "codebelt.tools.glob")),
+     HEAVY + JAILED + ("pydantic",) + tuple(t for t in TOOLS if t != "codebelt.tools.glob")),
+    # the writing tools' inputs are declared too: their calls pay for the checkpoint, not for pydantic
+    ("call Edit", _call("Edit", {"file_path": "b.txt", "old_string": "", "new_string": "there\\n"}),
+     ("codebelt.tools.edit",), ("pydantic",)),
+    ("call Write", _call("Write", {"file_path": "new.txt", "content": "x\n"}), ("codebelt.tools.write",), ("pydantic",)),
     ("call Grep", _call("Grep", {"pattern": "hello"}), ("codebelt.tools.grep", "codebelt.sandbox.manager"),
      HEAVY + JAILED + tuple(t for t in TOOLS if t not in ("codebelt.tools.grep", "codebelt.tools.glob"))),
     ("apply_patch", [str(SCRIPTS / "apply_patch"), PATCH], ("codebelt.patch.apply",),
@@ -74,6 +79,28 @@ def test_entry_point_imports_only_what_it_uses(ws: Path, argv, needed, forbidden
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert set(needed) <= names, f"the report is missing {sorted(set(needed) - names)}: is -X importtime read right?"
     assert _under(names, forbidden) == []
+
+
+def test_settings_of_plain_values_need_no_pydantic_and_still_bind(ws: Path, tmp_path: Path):
+    """User settings with rules and limits are read without pydantic, and their deny rules hold
+    on that path; settings it does not model (hooks) are read by pydantic, as before."""
+    (ws / "a.txt").write_text("hello\n")
+    (ws / "secret.txt").write_text("key\n")
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"permissions": {"deny": ["Read(./secret.txt)"], "allow": ["Bash(ls)"]},
+                                    "read": {"maxTokens": 1000}, "sandbox": {"filesystem": {"denyRead": ["~/.aws"]}}}))
+    names, proc = _loaded([*_call("Read", {"file_path": "secret.txt"}), "--settings", str(settings)], ws)
+    assert proc.returncode == 1 and "key" not in proc.stdout and "denied" in proc.stderr.lower(), proc.stderr[-2000:]
+    assert "codebelt.tools.read" in names and _under(names, ("pydantic",)) == []
+    names, proc = _loaded([*_call("Read", {"file_path": "a.txt"}), "--settings", str(settings)], ws)
+    assert proc.returncode == 0 and "hello" in proc.stdout
+    settings.write_text(json.dumps({"hooks": {"PreToolUse": [{"matcher": "Read", "hooks": [
+        {"type": "command", "command": "exit 0"}]}]}}))
+    names, proc = _loaded([*_call("Read", {"file_path": "a.txt"}), "--settings", str(settings)], ws)
+    assert proc.returncode == 0 and "pydantic" in names, proc.stderr[-2000:]
+    settings.write_text(json.dumps({"read": {"maxTokens": "many"}}))
+    names, proc = _loaded([*_call("Read", {"file_path": "a.txt"}), "--settings", str(settings)], ws)
+    assert proc.returncode == 2 and "read.maxTokens must be an integer" in proc.stderr, proc.stderr[-2000:]
 
 
 def test_read_only_call_does_not_open_the_checkpoint_store(ws: Path, tmp_path: Path):

@@ -27,6 +27,17 @@ def test_the_slow_case_is_cut_short_and_an_ordinary_file_is_not():
     assert tree.root_node.end_byte == len(FINE) and not tree.root_node.has_error
 
 
+def test_a_tree_reads_its_text_whole_after_the_budget_has_passed(monkeypatch):
+    """A parsed tree reads a node's text through the parse's reader: once parsed, the budget no
+    longer applies (a resolve that took longer than it under load would read empty names)."""
+    source = (FINE + "padding = 1\n" * 2000).encode()
+    tree = languages.parse("python", source)
+    monkeypatch.setattr(languages.time, "monotonic", lambda: 1e12)  # far past the deadline
+    assert tree.root_node.text == source
+    names = [n.text for n in tree.root_node.children[0].children if n.type == "identifier"]
+    assert names == [b"fine"]
+
+
 @pytest.mark.parametrize("workers", [1, 2], ids=["in process", "worker processes"])
 def test_the_index_skips_it_with_the_reason(make_index, tmp_path, workers):
     root = tmp_path / "ws"

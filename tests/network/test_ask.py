@@ -49,8 +49,10 @@ async def test_the_person_is_asked_through_mcp_elicitation(bwrap, ws, tmp_path, 
     asked: list[str] = []
 
     async def elicit(context, params):
-        asked.append(params.message)
-        approve = "new.test" in params.message  # new2.test is declined
+        # untrusted text is hard wrapped at a width, so where its words fall depends on the port
+        # and the temporary path: read the question unwrapped
+        asked.append(params.message.replace("\n┆ ", ""))
+        approve = "new.test" in asked[-1]  # new2.test is declined
         return types.ElicitResult(action="accept", content={"approve": approve})
 
     async with Client(serve_params(tmp_path, ws, ASK), mode="legacy", elicitation_callback=elicit) as client:

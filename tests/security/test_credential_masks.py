@@ -197,6 +197,25 @@ def test_a_linked_gitconfig_is_shown_filtered(how, home, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("how", ["bwrap", "bwrap-one-shot"])
+def test_a_denied_directory_above_the_gitconfig_hides_it(how, home, tmp_path, monkeypatch):
+    """`Read(~/.config/**)` with git's configuration in ~/.config/git: no filtered copy is shown
+    through the deny rule, and the command still runs."""
+    write_sandbox(how, monkeypatch)
+    (home / ".config" / "git").mkdir(parents=True, exist_ok=True)
+    (home / ".gitconfig").rename(home / ".config" / "git" / "config")
+    ws = home / "project"
+    tmpd = tmp_path / "t"
+    tmpd.mkdir()
+    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd, mode="bwrap", name="codebelt-test"))
+    try:
+        out = _sandboxed(sb.wrapper(lambda: [home / ".config"], unasked=True),
+                         "git config --global user.name; cat ~/.config/git/config; echo ran", ws)
+    finally:
+        sb.close()
+    assert out.strip().endswith("ran") and "Ada" not in out and not _leaks(out), out
+
+
+@pytest.mark.parametrize("how", ["bwrap", "bwrap-one-shot"])
 def test_through_a_session_auto_allowed_in_the_sandbox(how, home, make_session, monkeypatch):
     write_sandbox(how, monkeypatch)  # sandboxed auto-allow needs bwrap
     s = make_session(home / "project", settings={"sandbox": {"mode": "bwrap", "autoAllowBash": True}})

@@ -405,13 +405,20 @@ def _say(conn: _socket.socket, what: bytes) -> None:
 
 
 def _preload() -> None:
-    """What a call imports, imported once (tool modules build their models at import)."""
+    """What a call imports, imported once (tool modules build their models at import), with the
+    pydantic models a process of its own builds only when it needs them: the settings schema
+    (settings the plain check leaves to it) and the models of declared inputs."""
     from . import call, common, session_state  # noqa: F401
     from .. import audit, checkpointing, session  # noqa: F401
-    from ..settings import loader  # noqa: F401
+    from ..settings import loader, narrowing, plain, schema  # noqa: F401
+    from ..tool import DeclaredModel
     from ..tools import registry
 
-    registry()
+    plain.usable()
+    for tool in registry():
+        for model in (tool.Input, tool.Output):
+            if isinstance(model, type) and issubclass(model, DeclaredModel):
+                model.model()
 
 
 def _fingerprint() -> list[tuple[str, int, int]]:

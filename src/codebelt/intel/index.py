@@ -13,18 +13,19 @@ import os
 import posixpath
 import re
 import sqlite3
+import stat
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, TypeVar
 
 from ..errors import IntelError, PositionError
 from tree_sitter import Node
 
 from .extract import FileFacts, extract
-from .languages import language_for, parse
+from .languages import grammar, language_for, parse
 from .listing import Listing, list_from, list_with_ripgrep
 from .model import Answer, Location, Symbol, name_tier
 from .pool import INLINE_BELOW, Job, Outcome, Parser, parse_one
@@ -50,8 +51,9 @@ KIND_ORDER = {"class": 0, "interface": 0, "struct": 0, "trait": 0, "enum": 1, "t
 MAX_TEXT_FILES = 200  # files read per answer to fill in Location.text
 MAX_FUZZY = 64  # query characters used for the in-order (fuzzy) match
 IDENTIFIER_TYPES = frozenset({"name", "constant", "word", "variable_name", "command_name"})
-
-
+T = TypeVar("T")
+MAX_FRESH = 32  # files an answer from the store reads from disk because their stored rows are out of date
+LISTED_SLACK_NS = 1_000_000_000  # a file changed this close to a listing may have missed it
 
 
 @dataclass
@@ -91,6 +93,40 @@ class _Names:
             # the query holds no newline, so the next hit is in a later name
             i = find(q, starts[k + 1]) if k + 1 < len(starts) else -1
         return found
+
+
+@dataclass
+class _Reads:
+    """What one answer computed from the stored index learnt about the files it asked for:
+    whether each one's stored rows are the file as it is on disk (checked once, against the
+    answer's snapshot of the database), the symbols of those read now instead, and whether it
+    read beyond a list of files (a search by name over every file, a scan of every path), which
+    only a full refresh can vouch for."""
+
+    listed_at: int | None  # when the stored listing began (ns since the epoch); None: never
+    current: dict[str, tuple[bool, bool]] = field(default_factory=dict)  # rel -> (current, indexed)
+    fresh: dict[str, list[Symbol]] = field(default_factory=dict)
+    everything: bool = False
+
+
+class _SeenPaths:
+    """The indexed paths as an answer from the store sees them: `in` answers for the path as it
+    is on disk now; going through them all means the answer rests on every path."""
+
+    def __init__(self, index: "CodeIndex", paths: frozenset[str]):
+        self._index = index
+        self._paths = paths
+
+    def __contains__(self, rel: object) -> bool:
+        return isinstance(rel, str) and self._index._present(rel)
+
+    def __iter__(self):
+        self._index._reading_everything()
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        self._index._reading_everything()
+        return len(self._paths)
 
 
 class CodeIndex:
@@ -145,6 +181,7 @@ class CodeIndex:
         self.derived: dict[str, tuple[int, object]] = {}
         self.last_refresh: RefreshStats | None = None
         self._closed = False
+        self._local = threading.local()  # .reads: what the answer being computed here reads
 
     # -- building --------------------------------------------------------------------------------
 
@@ -169,11 +206,27 @@ class CodeIndex:
 
     def _background(self) -> None:
         try:
+            self._warm_up()
             self.refresh()
         except Exception as e:  # reported through notes: a background thread has no caller
             self._build_error = f"{type(e).__name__}: {e}"
         finally:
             self._building = False
+
+    def _warm_up(self) -> None:
+        """Off the first query's path: load the grammars of the languages the stored index
+        holds (the query parses the file under the cursor; loading the grammar package costs
+        5-10 ms) and the table of paths (modules are looked up in it)."""
+        try:
+            languages = [r[0] for r in self._db().execute("SELECT DISTINCT language FROM files")]
+            self._paths_table()
+        except sqlite3.Error:
+            return  # the refresh meets the same problem and reports it
+        for language in languages:
+            try:
+                grammar(language)
+            except Exception:  # noqa: BLE001 - the query that needs it reports the problem
+                pass
 
     def mark_stale(self) -> None:
         """Files may have changed: the next query refreshes first (however recent the last
@@ -182,15 +235,127 @@ class CodeIndex:
 
     def _ensure_started(self) -> None:
         self._check_open()
+        if getattr(self._local, "reads", None) is not None:
+            return  # answering from what is stored; the disk is checked afterwards
         if not self._built_once and self._thread is None:
             self.start()
             return  # the first build: queries answer from what it has so far
-        if self._building or self.max_age is None:
-            return
-        if self._stale or time.monotonic() - self._refreshed_at > self.max_age:
+        if self._refresh_due():
             self._stale = False  # a change reported from now on is seen by the next query
             self.start()
             self.wait(REFRESH_WAIT)
+
+    def _refresh_due(self) -> bool:
+        """Whether a query now would bring the index up to date first."""
+        if self._building or self.max_age is None:
+            return False
+        return self._stale or time.monotonic() - self._refreshed_at > self.max_age
+
+    def settled(self) -> bool:
+        """Whether a query now answers from the index as it is: no refresh runs and none is due."""
+        return self._built_once and not self._building and self.wait(0) and not self._refresh_due()
+
+    def from_store(self, answer: Callable[[], T]) -> T | None:
+        """`answer()` computed without waiting for a refresh (one running, or one due), when it
+        provably is what the files on disk say: each file whose rows it reads is checked
+        against the disk by the refresh's own rule (mtime and size as stored), and one that
+        differs, or that appeared since the stored listing, is read now instead (at most
+        MAX_FRESH); a path it asks about is answered as it is on disk. All of it is read from one
+        snapshot of the database, so a refresh committing meanwhile cannot mix two states. None
+        when the answer read more than a list of files (a search by name, a scan of every path):
+        the caller then waits for the refresh. A refresh that is due is started in the
+        background either way."""
+        self._check_open()
+        db = self._db()
+        own = not db.in_transaction
+        self._local.generation = self.generation
+        try:
+            if own:
+                db.execute("BEGIN")  # one snapshot for the whole answer
+            row = db.execute("SELECT value FROM meta WHERE key = 'listed_at'").fetchone()
+            reads = self._local.reads = _Reads(int(row[0]) if row else None)
+            try:
+                result = answer()
+            except IntelError:
+                return None  # asked again the usual way, which says what is wrong
+        finally:
+            self._local.reads = self._local.generation = None
+            if own and db.in_transaction:
+                db.rollback()
+            if self._refresh_due() or (not self._built_once and self._thread is None):
+                self._stale = False
+                self.start()  # not waited for: the next answer may need it
+        return None if reads.everything else result
+
+    def _current(self, rel: str) -> tuple[bool, bool]:
+        """(whether the stored rows of `rel` are the file as it is on disk, whether the index
+        has the file at all), for the answer being computed from the store."""
+        reads = self._local.reads
+        hit = reads.current.get(rel)
+        if hit is None:
+            row = self._db().execute("SELECT mtime_ns, size FROM files WHERE path = ?", (rel,)).fetchone()
+            st = _stat(f"{self.root}{os.sep}{rel}")
+            if row is None:
+                # not indexed: right unless it is a file a listing takes that came after the
+                # stored listing (one there before was left out by an ignore file, or the cap)
+                current = not (self._listable(rel, st) and (
+                    reads.listed_at is None or st.st_ctime_ns > reads.listed_at - LISTED_SLACK_NS))
+            else:
+                current = st is not None and (st.st_mtime_ns, st.st_size) == (row[0], row[1])
+            hit = reads.current[rel] = (current, row is not None)
+        return hit
+
+    def _listable(self, rel: str, st: os.stat_result | None) -> bool:
+        """Whether a listing would take this file, ignore files aside: a regular file of a
+        language a grammar reads, admitted by `include`, reached through no symbolic link (the
+        listing follows none: a linked directory may lead out of the workspace)."""
+        if st is None or not stat.S_ISREG(st.st_mode) or language_for(rel) is None:
+            return False
+        path = self.root / rel
+        if os.path.realpath(path) != str(path):
+            return False
+        return self._include is None or self._include(path)
+
+    def _present(self, rel: str) -> bool:
+        """Whether `rel` is a file of the index as it would be now (answers from the store)."""
+        current, indexed = self._current(rel)
+        return indexed if current else self._listable(rel, _stat(f"{self.root}{os.sep}{rel}"))
+
+    def _fresh(self, rel: str) -> list[Symbol]:
+        """The definitions of `rel` read from disk now (its stored rows are out of date)."""
+        reads = self._local.reads
+        syms = reads.fresh.get(rel)
+        if syms is not None:
+            return syms
+        syms = []
+        if len(reads.fresh) >= MAX_FRESH:
+            reads.everything = True  # too much has changed: the refresh is the way
+        else:
+            p = self.root / rel
+            lang = language_for(rel)
+            if lang is not None and self._listable(rel, _stat(str(p))):
+                try:
+                    facts = extract(self._read(p), lang)
+                    syms = [Symbol(n, k, p, line, ch, end, cont, sig)
+                            for n, k, line, ch, end, cont, sig in facts.symbols]
+                except Exception:  # noqa: BLE001 - as indexing it would: a file without symbols
+                    syms = []
+        reads.fresh[rel] = syms
+        return syms
+
+    def _generation(self) -> int:
+        """The generation a cache built now is labelled with: read before the data it is built
+        from, so that a cache is never older than its label (an answer from the store reads a
+        snapshot taken after it read the generation)."""
+        snapshot = getattr(self._local, "generation", None)
+        return self.generation if snapshot is None else snapshot
+
+    def _reading_everything(self) -> None:
+        """Note, for an answer computed from the store in this thread, that it reads rows of
+        any file (a list of files is checked file by file instead: `_current`)."""
+        reads = getattr(self._local, "reads", None)
+        if reads is not None:
+            reads.everything = True
 
     def refresh(self) -> RefreshStats:
         """Bring the index up to date with the files on disk; returns what it did."""
@@ -225,6 +390,7 @@ class CodeIndex:
         # few changed (an edit), parsed: a re-index after an edit then costs about the larger
         # of the two, not their sum. What the listing no longer has is dropped, parsed or not.
         prefix = f"{self.root}{os.sep}"
+        listing_began = time.time_ns()
         with ThreadPoolExecutor(1, thread_name_prefix="codebelt-intel-listing") as pool:
             listed = pool.submit(self._list)  # bounded by the listing's own timeout
             known = store.known_files()
@@ -295,6 +461,9 @@ class CodeIndex:
         for rel, (job, out) in ready.items():
             on_result(job, out)
         self._parser.run([j for j in jobs if j.rel not in ready], on_result, self._stop)
+        if not self._stop.is_set() and done == total:
+            # every listed file is in: a file not indexed and older than this was not listed
+            store.set_meta("listed_at", str(listing_began))
         self._commit(changed=done > 0)
         stats.parsed = done
         stats.seconds = time.monotonic() - started
@@ -314,7 +483,8 @@ class CodeIndex:
     def note(self) -> str | None:
         """Why answers may be incomplete right now (None when they are not)."""
         parts = []
-        if self._building:
+        if self._building and getattr(self._local, "reads", None) is None:
+            # (an answer from the store is checked against the disk file by file instead)
             done, total = self._progress
             where = f"{done} of {total} files parsed" if total else "listing files"
             parts.append(f"the code index is still being built ({where}); answers may be "
@@ -331,19 +501,11 @@ class CodeIndex:
         self._check_open()
         return self._built_once or self._db().execute("SELECT 1 FROM files LIMIT 1").fetchone() is not None
 
-    def unchanged(self, paths: Iterable[Path]) -> bool:
-        """Whether every one of these files is, on disk, as the index last read it (mtime and
-        size): what an answer from the stored index says about them is still true."""
-        db = self._db()
-        for p in set(paths):
-            rel = self.relative(p)
-            if rel is None:
-                continue
-            row = db.execute("SELECT mtime_ns, size FROM files WHERE path = ?", (rel,)).fetchone()
-            st = _stat(str(self.root / rel))
-            if row is None or st is None or (st.st_mtime_ns, st.st_size) != (row[0], row[1]):
-                return False
-        return True
+    def complete(self) -> bool:
+        """Whether the index holds every file a listing found (not so while a first build runs,
+        or after one was cut short): a module it lacks is then not in the workspace."""
+        self._check_open()
+        return self._db().execute("SELECT 1 FROM meta WHERE key = 'listed_at'").fetchone() is not None
 
     def _answer(self, **kw) -> Answer:
         return Answer(backend=BACKEND, note=self.note(), **kw)
@@ -370,6 +532,7 @@ class CodeIndex:
 
     def definitions(self, name: str, *, limit: int = 50) -> Answer:
         self._ensure_started()
+        self._reading_everything()
         limit = _check_limit(limit)
         db = self._db()
         total = db.execute("SELECT count(*) FROM symbols WHERE name = ?", (name,)).fetchone()[0]
@@ -386,6 +549,7 @@ class CodeIndex:
                    include_definitions: bool = False) -> Answer:
         """Where `name` is used. Definition sites are left out unless `include_definitions`."""
         self._ensure_started()
+        self._reading_everything()
         limit = _check_limit(limit)
         db = self._db()
         total = db.execute("SELECT coalesce(sum(count), 0) FROM refs WHERE name = ?",
@@ -453,6 +617,7 @@ class CodeIndex:
         prefix, then substring; shorter names and types before variables within a tier. With
         fewer hits than `limit`, names holding the query's letters in order come last."""
         self._ensure_started()
+        self._reading_everything()
         limit = _check_limit(limit)
         q = query.strip().lower()
         if not q:
@@ -492,6 +657,7 @@ class CodeIndex:
     def skipped_files(self, limit: int = 3) -> tuple[int, list[tuple[str, str]]]:
         """How many listed source files have no symbols because they could not be read or
         parsed (binary, too large, a parse failure), and the first `limit` (path, why)."""
+        self._reading_everything()
         db = self._db()
         count = db.execute("SELECT count(*) FROM files WHERE error IS NOT NULL").fetchone()[0]
         first = db.execute("SELECT path, error FROM files WHERE error IS NOT NULL ORDER BY path "
@@ -559,6 +725,9 @@ class CodeIndex:
                        ) -> list[Symbol]:
         """Definitions named `name`, in the files `rels` (relative paths) or anywhere (None)."""
         self._ensure_started()
+        if rels is not None and getattr(self._local, "reads", None) is not None:
+            return self._definitions_now(name, rels, limit)
+        self._reading_everything()
         db = self._db()
         if rels is None:
             rows = db.execute(
@@ -574,18 +743,54 @@ class CodeIndex:
                     "ORDER BY f.path, s.line LIMIT ?", (name, *batch, limit)).fetchall()
         return [self._symbol(r) for r in rows]
 
-    def all_paths(self) -> frozenset[str]:
-        """Every indexed file's relative path (cached per index generation)."""
-        return self._paths_table()[0]
+    def _definitions_now(self, name: str, rels: list[str], limit: int) -> list[Symbol]:
+        """`definitions_in` for an answer from the store: the stored rows of the files that
+        are current, the others read now."""
+        stored: list[str] = []
+        out: list[Symbol] = []
+        for rel in dict.fromkeys(rels):
+            if self._current(rel)[0]:
+                stored.append(rel)
+            else:
+                out += [s for s in self._fresh(rel) if s.name == name]
+        db = self._db()
+        for i in range(0, len(stored), 500):
+            batch = stored[i:i + 500]
+            out += [self._symbol(r) for r in db.execute(
+                f"SELECT {_SYM_COLS} FROM symbols s JOIN files f ON f.id = s.file_id "
+                f"WHERE s.name = ? AND f.path IN ({','.join('?' * len(batch))}) "
+                "ORDER BY f.path, s.line LIMIT ?", (name, *batch, limit))]
+        out.sort(key=lambda s: (self.relative(s.path) or "", s.line))
+        return out[:limit]
 
-    def paths_ending(self, suffix: str) -> list[str]:
-        """Indexed paths equal to `suffix` or ending with "/" + `suffix`."""
-        by_name = self._paths_table()[1]
-        base = suffix.rpartition("/")[2]
-        return [p for p in by_name.get(base, ()) if p == suffix or p.endswith("/" + suffix)]
+    def all_paths(self) -> frozenset[str] | _SeenPaths:
+        """Every indexed file's relative path (cached per index generation). While an answer is
+        computed from the store, a view that answers for the paths as they are on disk."""
+        paths = self._paths_table()[0]
+        return paths if getattr(self._local, "reads", None) is None else _SeenPaths(self, paths)
+
+    def shortest_ending(self, suffixes: list[str]) -> list[str]:
+        """The shortest indexed paths equal to one of `suffixes` or ending with "/" + one, in
+        path order (a module's file: the copy nearest the root)."""
+        paths, by_name = self._paths_table()
+        found = []
+        for suffix in suffixes:
+            base = suffix.rpartition("/")[2]
+            found += [p for p in by_name.get(base, ()) if p == suffix or p.endswith("/" + suffix)]
+        best = min(map(len, found), default=None)
+        if getattr(self._local, "reads", None) is not None:
+            # From the store: only the suffixes themselves can be looked at one by one; any
+            # other path ending so is at least two characters longer (a directory and a
+            # slash) and could appear anywhere, so it must be longer than the answer.
+            on_disk = [s for s in suffixes if self._present(s)]
+            best = min(map(len, on_disk), default=None)
+            if best is None or any(len(s) + 2 <= best for s in suffixes):
+                self._reading_everything()
+            found = on_disk
+        return sorted(p for p in found if len(p) == best)
 
     def _paths_table(self) -> tuple[frozenset[str], dict[str, list[str]]]:
-        gen = self.generation
+        gen = self._generation()
         cached = self._paths
         if cached is not None and cached[0] == gen:
             return cached[1]
@@ -663,7 +868,7 @@ class CodeIndex:
         return out
 
     def _name_table(self) -> _Names:
-        gen = self.generation
+        gen = self._generation()
         cached = self._names
         if cached is not None and cached[0] == gen:
             return cached[1]
@@ -676,6 +881,7 @@ class CodeIndex:
         """For the repository map: definitions (path, name, kind, line, signature, container)
         and per-file reference counts (path, name, plain, count)."""
         self._ensure_started()
+        self._reading_everything()
         db = self._db()
         defs = db.execute(
             "SELECT f.path, s.name, s.kind, s.line, s.signature, s.container FROM symbols s "

@@ -26,6 +26,7 @@ from ..errors import ParseTooSlow, UnknownLanguage
 
 PARSE_BUDGET_S = 2.0  # a 10,000-line file takes ~0.1 s
 _CHUNK = 64 * 1024
+_TEXT_CHUNK = 256
 
 # extension (lower case, with the dot) -> language name in tree-sitter-language-pack
 EXTENSIONS: dict[str, str] = {
@@ -97,15 +98,22 @@ def parse(language: str, data: bytes, budget_s: float | None = None) -> Tree:
     budget_s = PARSE_BUDGET_S if budget_s is None else budget_s
     deadline = time.monotonic() + budget_s
     over = False
+    parsing = True
 
     def read(offset: int, _point: object) -> bytes:
         nonlocal over
+        if not parsing:
+            # The tree reads a node's `.text` through here once parsed, a call per chunk: a
+            # small chunk, or every identifier's text would copy 64 KB; and no deadline, or
+            # text read two seconds after the parse would come back empty.
+            return data[offset:offset + _TEXT_CHUNK]
         if over or time.monotonic() > deadline:
             over = True
             return b""  # the end of the input: the parser finishes at once
         return data[offset:offset + _CHUNK]
 
     tree = parser(language).parse(read)
+    parsing = False
     if over:
         raise ParseTooSlow(f"parsing this file took longer than {budget_s:g} s (a worst case of "
                            f"the {language} grammar); it is skipped")

@@ -119,7 +119,7 @@ def definitions_at(index: CodeIndex, path: Path, line: int, character: int | Non
             a = _answer(index, [], [], limit)
             a.note = _join(a.note, f"{name} is a member of {target.member_in.name} from "
                                    f"{target.member_in.module} (line {target.member_in.line}), "
-                                   "which is not in the workspace")
+                                   f"which {_outside(index)}")
             return a
         symbols += _members(work, scopes, target.member_of, target.name, rel, within=files)
     elif target.member_of and not symbols:
@@ -129,8 +129,7 @@ def definitions_at(index: CodeIndex, path: Path, line: int, character: int | Non
         if not found and len(outside) == len(target.member_of_result):
             a = _answer(index, [], [], limit)  # `fi, err := os.Stat(p)`: a type from outside
             where = ", ".join(sorted({f"{i.module}.{i.name} (line {i.line})" for i in outside}))
-            a.note = _join(a.note, f"{name} is a member of what {where} returns, which is not in "
-                                   "the workspace")
+            a.note = _join(a.note, f"{name} is a member of what {where} returns, which {_outside(index)}")
             return a
         symbols += found
     symbols = _visible(index, scopes, rel, name, symbols)
@@ -143,7 +142,7 @@ def definitions_at(index: CodeIndex, path: Path, line: int, character: int | Non
     if external and not target.member_of and not target.member:
         a = _answer(index, [], [], limit)
         where = ", ".join(sorted({f"{i.module} (line {i.line})" for i in external}))
-        a.note = _join(a.note, f"{name} is imported from {where}, which is not in the workspace")
+        a.note = _join(a.note, f"{name} is imported from {where}, which {_outside(index)}")
         return a
     return _by_name(index, name, rel, work, member=target.member, limit=limit, scopes=scopes)
 
@@ -376,14 +375,15 @@ def _python_module(index: CodeIndex, rel: str, module: str) -> list[str]:
     if not parts:
         return []
     stem = "/".join(parts)
-    found = []
-    for suffix in (f"{stem}.py", f"{stem}/__init__.py", f"{stem}.pyi", f"{stem}/__init__.pyi"):
-        found += [p for p in index.paths_ending(suffix)]
-    if not found:
-        return []
-    # several copies (src/ and build/, vendored): the one nearest the importing file
-    best = min(len(p) for p in found)
-    return sorted(p for p in found if len(p) == best)[:2]
+    # several copies (src/ and build/, vendored): the one nearest the root
+    return index.shortest_ending([f"{stem}.py", f"{stem}/__init__.py", f"{stem}.pyi", f"{stem}/__init__.pyi"])[:2]
+
+
+def _outside(index: CodeIndex) -> str:
+    """What a module the index does not have is: outside the workspace, or not indexed yet."""
+    if index.complete():
+        return "is not in the workspace"
+    return "the code index has not found (its first build is still running)"
 
 
 def _join(*parts: str | None) -> str | None:

@@ -157,6 +157,9 @@ class Store:
                       [(fid, *s) for s in rows.symbols])
         w.executemany("INSERT INTO refs VALUES (?, ?, ?, ?, ?)", [(fid, *r) for r in rows.refs])
 
+    def set_meta(self, key: str, value: str) -> None:
+        self.writer.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
     def commit(self) -> None:
         self.writer.commit()
         try:

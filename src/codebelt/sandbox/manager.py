@@ -296,6 +296,11 @@ class Sandbox:
                 self._make_placeholders()
             binds = _bwrap.protected_binds(c) if create else []
             overlays = self._gitconfig_copies() if unasked else []
+            if overlays and masked:
+                # a Read deny rule on a directory above git's configuration (`Read(~/.config/**)`)
+                # hides it, filtered copy included (and a bind into the empty cover would fail)
+                hidden = [p for p, is_dir in _jail.mask_plan(masked) if is_dir]
+                overlays = [(src, dest) for src, dest in overlays if not any(h in dest.parents for h in hidden)]
             # the proxy's channel and a process cap counted at each spawn stay one-shot
             # (resident_sandbox.py says why), and a program named without its path (bwrap looks
             # it up in PATH, the resident does not)

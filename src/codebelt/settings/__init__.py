@@ -16,8 +16,8 @@ _EXPORTS = {
     "Settings": ".loader",
     "load_settings": ".loader",
     "user_settings_path": ".loader",
-    "MODES": ".schema",
-    "SANDBOX_MODES": ".schema",
+    "MODES": ".modes",
+    "SANDBOX_MODES": ".modes",
     "SettingsModel": ".schema",
     "json_schema": ".schema",
     "Trust": ".trust",
@@ -29,7 +29,8 @@ __all__ = [
 
 if TYPE_CHECKING:  # pragma: no cover
     from .loader import Ignored, Layer, load_settings, RuleSource, Settings, user_settings_path
-    from .schema import json_schema, MODES, SANDBOX_MODES, SettingsModel
+    from .modes import MODES, SANDBOX_MODES
+    from .schema import json_schema, SettingsModel
     from .trust import Trust
 
 

@@ -23,15 +23,20 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from ..errors import SettingsError
-from .narrowing import field_by_alias, narrowing_of, section_of, workspace_model
+from . import plain
 from .reading import MAX_BYTES, parse_json, read_bytes, read_json
-from .schema import SettingsModel
 from .trust import Trust, decide_trust
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from .schema import SettingsModel
+
+# pydantic, the schema's models and the narrowing of workspace files are imported where they are
+# used: settings that `plain.check` settles (no file, or files of plain values) need none of them.
 
 RULE_LISTS = ("allow", "ask", "deny")
 CONCATENATED = {("permissions", k) for k in (*RULE_LISTS, "additionalDirectories")} | {("hooks",)}
@@ -101,7 +106,7 @@ class Settings:
         # workspace's own (those only come from a trusted workspace).
         self.hook_layers: list[tuple[str, bool, dict]] = []
         for lay in self.layers:
-            model = _validate(lay.data, lay.label)
+            model = _check(lay.data, lay.label)
             if "hooks" in lay.data and (self.trust.trusted or not lay.workspace):
                 self.hook_layers.append((lay.label, lay.workspace, model.hooks))
         merged: dict[str, Any] = {}
@@ -129,17 +134,28 @@ class Settings:
             for event, groups in (lay.data.get("hooks") or {}).items():
                 hooks.setdefault(event, []).extend(groups)
         merged["hooks"] = hooks
-        self.model: SettingsModel = _validate(merged, "the merged settings")
         self.raw = merged
+        # the values: plain sections when `plain.check` settles them (then the pydantic model, which
+        # holds the same values, is built only if asked for), else the pydantic model, checked now
+        self._plain = plain.check(merged)
+        self._model: SettingsModel | None = _validate(merged, "the merged settings") if self._plain is None else None
+
+    @property
+    def model(self) -> SettingsModel:
+        """The merged settings as the pydantic model."""
+        if self._model is None:
+            self._model = _validate(self.raw, "the merged settings")
+        return self._model
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name in ("model",):
             raise AttributeError(name)
-        return getattr(self.model, name)
+        values = self._plain
+        return getattr(self.model if values is None else values, name)
 
     def get(self, dotted: str, default: Any = None) -> Any:
         """A value by its JSON key path (`"sandbox.limits.processes"`), defaults included."""
-        node: Any = self.model
+        node: Any = self.model if self._plain is None else self._plain
         for part in dotted.split("."):
             node = _field(node, part)
             if node is _MISSING:
@@ -179,7 +195,9 @@ _MISSING = object()
 
 
 def _field(node: Any, key: str) -> Any:
-    if not isinstance(node, BaseModel):
+    if isinstance(node, plain.Section):
+        return node.by_key(key, _MISSING)
+    if not hasattr(type(node), "model_fields"):  # not a pydantic model
         return node.get(key, _MISSING) if isinstance(node, Mapping) else _MISSING
     for name, info in type(node).model_fields.items():
         if (info.alias or name) == key:
@@ -188,6 +206,8 @@ def _field(node: Any, key: str) -> Any:
 
 
 def _leaves(model: BaseModel, prefix: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
+    from pydantic import BaseModel
+
     for name, info in type(model).model_fields.items():
         key = info.alias or name
         if key == "$schema":
@@ -200,9 +220,21 @@ def _leaves(model: BaseModel, prefix: tuple[str, ...]) -> Iterator[tuple[str, An
 
 
 # -- checking ------------------------------------------------------------------------------------
-def _validate(data: Mapping[str, Any], label: str, model: type[BaseModel] = SettingsModel) -> Any:
-    """`data` checked against `model`, by JSON keys alone: pydantic would also take the Python
-    field names (`ripgrep_path`), which no list of keys written in camelCase would catch."""
+def _check(data: Mapping[str, Any], label: str) -> Any:
+    """`data` checked as settings: by `plain.check` when it can settle them (the same values
+    pydantic gives), else by the schema's model (which words any error)."""
+    checked = plain.check(data)
+    return checked if checked is not None else _validate(data, label)
+
+
+def _validate(data: Mapping[str, Any], label: str, model: type[BaseModel] | None = None) -> Any:
+    """`data` checked against `model` (default: the settings schema), by JSON keys alone: pydantic
+    would also take the Python field names (`ripgrep_path`), which no list of keys written in
+    camelCase would catch."""
+    from pydantic import ValidationError
+
+    if model is None:
+        from .schema import SettingsModel as model
     try:
         return model.model_validate(data, strict=True, by_alias=True, by_name=False)
     except ValidationError as e:
@@ -252,6 +284,8 @@ def _describe(err: Mapping[str, Any], data: Mapping[str, Any]) -> str:
 
 
 def _schema_keys(loc: list[str]) -> list[str]:
+    from .schema import SettingsModel
+
     model: Any = SettingsModel
     for part in loc:
         field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
@@ -265,6 +299,8 @@ def _schema_keys(loc: list[str]) -> list[str]:
 def _section_type(annotation: Any) -> type[BaseModel] | None:
     """The settings section a field holds: its type, or the object form of a two-form value."""
     import typing
+
+    from pydantic import BaseModel
 
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
@@ -305,6 +341,8 @@ def _unknown(model: type[BaseModel], key: str, dotted: str) -> str:
 def _split(node: Mapping[str, Any], full: type[BaseModel], narrow: type[BaseModel] | None,
            path: tuple[str, ...], label: str, ignored: list[Ignored]) -> dict[str, Any]:
     """What of a workspace file the narrower type `narrow` holds; the rest is recorded as ignored."""
+    from .narrowing import field_by_alias, narrowing_of, section_of
+
     out: dict[str, Any] = {}
     for key, value in node.items():
         dotted = ".".join((*path, key))
@@ -334,6 +372,8 @@ def _narrow(node: Mapping[str, Any], model: type[BaseModel], path: tuple[str, ..
             label: str, ignored: list[Ignored]) -> dict[str, Any]:
     """An untrusted workspace file's values over `base` (the settings below the workspace): each
     only as far as its field's narrowing allows."""
+    from .narrowing import field_by_alias, narrowing_of, section_of
+
     out: dict[str, Any] = {}
     for key, value in node.items():
         hit = field_by_alias(model, key)
@@ -384,6 +424,9 @@ def _workspace_layer(data: Mapping[str, Any], label: str, trusted: bool, base: S
                      ignored: list[Ignored]) -> dict[str, Any]:
     """A workspace file as taken: its narrower type's keys (all but trust with `trusted`),
     checked, and (untrusted) each value narrowed against the settings below it."""
+    from .narrowing import workspace_model
+    from .schema import SettingsModel
+
     narrow = workspace_model(SettingsModel, trusted)
     kept = _split(data, SettingsModel, narrow, (), label, ignored)
     checked = _validate(kept, label, narrow)

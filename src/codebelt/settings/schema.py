@@ -20,14 +20,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Fiel
 from pydantic.alias_generators import to_camel
 
 from ..domains import check_entries, narrower_list
+from .modes import MODES, MODES_NARROWEST_FIRST, SANDBOX_MODES  # noqa: F401 - re-exported
 from .narrowing import ADD, ANY, LOWER, LOWER_OR_0, NEVER, OFF, RULES, Narrowing, narrowing_of
 
-MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
-# What each mode lets through without asking, least first: dontAsk denies what would ask, plan
-# denies every write and every command that is not read-only, default asks, acceptEdits allows
-# writes inside the workspace, bypassPermissions allows everything.
-MODES_NARROWEST_FIRST = ("dontAsk", "plan", "default", "acceptEdits", "bypassPermissions")
-SANDBOX_MODES = ("auto", "bwrap", "landlock", "off", "required")
 
 
 def setting(default: Any, description: str, *, workspace: Narrowing | None = None, **kw: Any) -> Any:

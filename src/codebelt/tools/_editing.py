@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, Field
 
 from ..errors import EditError, ToolError
 from ..files.editing import EditOutcome, EditSpec, apply_edits, snippet
 from ..files.lines import row_format
-from ..tool import ToolContext, ToolResult
+from ..tool import DeclaredModel, Param, ToolContext, ToolResult
 from . import _diagnostics
 from ._opening import beneath
 from ._services import file_states, line_indexes
@@ -89,15 +88,15 @@ def run_edits(file_path: str, specs: list[EditSpec], ctx: ToolContext, multi: bo
     return _diagnostics.attach(result, ctx, _diagnostics.after(ctx, checked))
 
 
-class EditOutput(BaseModel):
+class EditOutput(DeclaredModel):
     filePath: str
-    created: bool = Field(description="The file did not exist (an empty old_string created it)")
-    replacements: list[int] = Field(description="Replacements made by each edit")
-    matchedBy: list[str] = Field(description="How each old_string was found: exact, or the normalisation used")
+    created: bool = Param(description="The file did not exist (an empty old_string created it)")
+    replacements: list[int] = Param(description="Replacements made by each edit")
+    matchedBy: list[str] = Param(description="How each old_string was found: exact, or the normalisation used")
     bytes: int
     encoding: str
-    lineEnding: str = Field(description="LF | CRLF | mixed")
-    diagnostics: list[dict] | None = Field(None, description="Problems the change introduced")
+    lineEnding: str = Param(description="LF | CRLF | mixed")
+    diagnostics: list[dict] | None = Param(None, description="Problems the change introduced")
 
 
 def outcome_data(rel: str, outcome: EditOutcome) -> dict:

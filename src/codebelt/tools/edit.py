@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from ..files.editing import EditSpec
 from ..permissions.requests import PathRequest
-from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
+from ..tool import DeclaredInput, Param, Tool, ToolContext, ToolError, ToolResult
 from ._editing import EditOutput, check_edits, run_edits
 
 DESCRIPTION = """Performs exact string replacements in files.
@@ -22,11 +20,11 @@ Usage:
 - Line endings, encoding and byte-order mark of the file are preserved; the result shows the edited lines with their line numbers, so you do not need to Read the file again."""
 
 
-class EditInput(ToolInput):
-    file_path: str = Field(description="The absolute path to the file to modify")
-    old_string: str = Field(description="The text to replace")
-    new_string: str = Field(description="The text to replace it with (must be different from old_string)")
-    replace_all: bool = Field(False, description="Replace all occurrences of old_string (default false)")
+class EditInput(DeclaredInput):
+    file_path: str = Param(description="The absolute path to the file to modify")
+    old_string: str = Param(description="The text to replace")
+    new_string: str = Param(description="The text to replace it with (must be different from old_string)")
+    replace_all: bool = Param(False, description="Replace all occurrences of old_string (default false)")
 
 
 class Edit(Tool):

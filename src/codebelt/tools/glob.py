@@ -5,8 +5,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from pydantic import BaseModel, Field
-
 from ..humanize import duration
 from ..permissions.requests import PathRequest
 from ..search.collect import display
@@ -14,7 +12,7 @@ from ..search.glob import GLOB_META, glob_files, split_absolute
 from ..search.grep import rg_message
 from ._search import rg_lines
 from ..search.ignored import Gate
-from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
+from ..tool import DeclaredInput, DeclaredModel, Param, Tool, ToolContext, ToolError, ToolResult
 from . import _search as common
 from ._opening import pinned_dir
 
@@ -28,26 +26,26 @@ DESCRIPTION = """- Fast file pattern matching tool that works with any codebase 
 """
 
 
-class GlobInput(ToolInput):
-    pattern: str = Field(description="The glob pattern to match files against")
-    path: str | None = Field(
+class GlobInput(DeclaredInput):
+    pattern: str = Param(description="The glob pattern to match files against")
+    path: str | None = Param(
         None,
         description='The directory to search in. If not specified, the current working directory will be '
         'used. IMPORTANT: Omit this field to use the default directory. DO NOT enter "undefined" '
         'or "null" - simply omit it for the default behavior. Must be a valid directory path if '
         'provided.',
     )
-    include_ignored: bool | None = Field(
+    include_ignored: bool | None = Param(
         None, description="Also list files that .gitignore / .ignore rules ignore (default false)"
     )
 
 
-class GlobOutput(BaseModel):
-    durationMs: int = Field(description="Time taken to execute the search in milliseconds")
-    numFiles: int = Field(description="Total number of files found")
-    filenames: list[str] = Field(description="Array of file paths that match the pattern")
-    truncated: bool = Field(description="Whether results were truncated (limited to 100 files)")
-    ignoredLeftOut: int | None = Field(None, description="Matching files left out because ignore rules ignore them")
+class GlobOutput(DeclaredModel):
+    durationMs: int = Param(description="Time taken to execute the search in milliseconds")
+    numFiles: int = Param(description="Total number of files found")
+    filenames: list[str] = Param(description="Array of file paths that match the pattern")
+    truncated: bool = Param(description="Whether results were truncated (limited to 100 files)")
+    ignoredLeftOut: int | None = Param(None, description="Matching files left out because ignore rules ignore them")
 
 
 def ignored_note(count: int, more: bool, what: str) -> str:

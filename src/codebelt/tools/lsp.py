@@ -129,8 +129,7 @@ class LSP(Tool):
         started = time.monotonic()
 
         def name_at(p: Path, line: int) -> str | None:
-            index.wait(FIRST_BUILD_WAIT_S)
-            return index.identifier_at(p, line, None)
+            return index.identifier_at(p, line, None)  # the file as it is on disk: needs no index
 
         if path is None:  # workspaceSymbol by name: ask the servers already running
             clients = manager.ready_clients()
@@ -159,18 +158,18 @@ class LSP(Tool):
 
 
 def _from_index(index, params: LSPInput, path: Path | None, limit: int) -> Answer:
-    """The index's answer. While a refresh runs over an index built before (the one a session
-    starts, over the last session's), it answers at once from what is stored when every file
-    the answer rests on is unchanged on disk; else, and on a fresh index, it waits (bounded)."""
+    """The index's answer. While a refresh runs or is due (the first build, the one a session
+    starts over the last session's index, the one a query makes a second after the last), it
+    answers at once when the answer rests on a list of files, each read from the stored index
+    where that matches the disk and from the disk where not; else it waits (bounded) for the
+    refresh."""
     def ask() -> Answer:
         return navigate.answer(index, params.operation, path, params.line, params.character, params.query,
                                limit=limit)
 
-    if not index.wait(0) and index.has_earlier_build():
-        answer = ask()
-        used = [loc.path for loc in answer.locations] + [s.path for s in answer.symbols]
-        # an empty answer may be one a changed file would fill: only a found one is trusted
-        if path is not None and used and index.unchanged([path, *used]):
+    if not index.settled():
+        answer = index.from_store(ask)
+        if answer is not None:
             return answer
     index.wait(FIRST_BUILD_WAIT_S)
     return ask()

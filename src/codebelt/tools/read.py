@@ -7,14 +7,12 @@ from pathlib import Path
 import base64
 import re
 
-from pydantic import BaseModel, Field
-
 from ..files.beneath import NotRegularFile, Opened, SymlinkInPath
 from ..files.codec import SNIFF_BYTES, BinaryFile, sniff
 from ..files.lines import PIECE_BYTES, read_page, read_page_text, row_format
 from ..permissions.requests import PathRequest
 from ..sandbox.jail import SYSTEM_DIRS
-from ..tool import Document, Image, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from ..tool import DeclaredInput, DeclaredModel, Document, Image, Param, Tool, ToolContext, ToolError, ToolResult
 from ._opening import beneath, swapped
 from ._services import file_states, line_indexes
 from ._texts import not_found
@@ -47,24 +45,25 @@ Usage:
 - You must Read a file before you Edit or overwrite it with Write."""
 
 
-class ReadInput(ToolInput):
-    file_path: str = Field(description="The absolute path to the file to read")
-    offset: int | None = Field(
+# Declared, not pydantic models: `codebelt call Read` imports no pydantic (tool.DeclaredModel).
+class ReadInput(DeclaredInput):
+    file_path: str = Param(description="The absolute path to the file to read")
+    offset: int | None = Param(
         None,
         description="The line number to start reading from. Only provide if the file is too large to read at once",
         json_schema_extra={"minimum": 0, "maximum": MAX_SAFE_INTEGER},
     )
-    limit: int | None = Field(
+    limit: int | None = Param(
         None,
         description="The number of lines to read. Only provide if the file is too large to read at once.",
         json_schema_extra={"exclusiveMinimum": 0, "maximum": MAX_SAFE_INTEGER},
     )
-    pages: str | None = Field(
+    pages: str | None = Param(
         None,
         description='Page range for PDF files (e.g., "1-5", "3", "10-20"). Only applicable to PDF '
         "files. Maximum 20 pages per request.",
     )
-    allow_large: bool | None = Field(
+    allow_large: bool | None = Param(
         None,
         description="Set to true to read a text file, or a line range of one, that is over the usual size "
         "limits, up to what still fits in your context. Only use this when you genuinely need all of it or the "
@@ -72,9 +71,9 @@ class ReadInput(ToolInput):
     )
 
 
-class ReadOutput(BaseModel):
-    type: str = Field(description="text | image | pdf | notebook")
-    file: dict = Field(description="What was read: filePath, and for text numLines, startLine, totalLines, "
+class ReadOutput(DeclaredModel):
+    type: str = Param(description="text | image | pdf | notebook")
+    file: dict = Param(description="What was read: filePath, and for text numLines, startLine, totalLines, "
                        "truncated, nextOffset, encoding, lineEnding; for images and PDFs their size and pages")
 
 class Read(Tool):

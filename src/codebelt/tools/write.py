@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 
-from pydantic import BaseModel, Field
 
 from ..files.atomic import ABSENT, AtomicWriteError, FileChanged, write_atomic
 from ..files.beneath import NotRegularFile, SymlinkInPath
@@ -17,7 +16,7 @@ from ..files.codec import SNIFF_BYTES, UTF8, BinaryFile, TextFormat, apply_eol, 
 from ..files.lines import row_format
 from ..files.state import MODIFIED, NOT_READ
 from ..permissions.requests import PathRequest
-from ..tool import Tool, ToolContext, ToolError, ToolInput, ToolResult
+from ..tool import DeclaredInput, DeclaredModel, Param, Tool, ToolContext, ToolError, ToolResult
 from . import _diagnostics
 from ._opening import beneath, swapped
 from ._services import file_states
@@ -35,20 +34,20 @@ Usage:
 - Only use emojis if the user explicitly requests it. Avoid writing emojis to files unless asked."""
 
 
-class WriteInput(ToolInput):
-    file_path: str = Field(description="The absolute path to the file to write (must be absolute, not relative)")
-    content: str = Field(description="The content to write to the file")
+class WriteInput(DeclaredInput):
+    file_path: str = Param(description="The absolute path to the file to write (must be absolute, not relative)")
+    content: str = Param(description="The content to write to the file")
 
 
-class WriteOutput(BaseModel):
-    type: str = Field(description="create | update")
+class WriteOutput(DeclaredModel):
+    type: str = Param(description="create | update")
     filePath: str
     lines: int
     bytes: int
     encoding: str
     bom: bool
-    lineEnding: str = Field(description="LF | CRLF | mixed")
-    diagnostics: list[dict] | None = Field(None, description="Problems the change introduced")
+    lineEnding: str = Param(description="LF | CRLF | mixed")
+    diagnostics: list[dict] | None = Param(None, description="Problems the change introduced")
 
 class Write(Tool):
     name = "Write"

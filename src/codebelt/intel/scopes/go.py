@@ -374,10 +374,13 @@ def reexports(root: Node, name: str) -> list[Import]:
 
 
 def class_bases(root: Node, line: int) -> list[str]:
-    """The types a struct declared at `line` embeds (their fields and methods are promoted)."""
+    """The types a struct declared at `line` embeds (their fields and methods are promoted), or
+    the interfaces an interface embeds (their methods are its own)."""
     for spec in walk(root, frozenset({"function_declaration", "method_declaration"})):
         if spec.type == "type_spec" and spec.start_point[0] + 1 == line:
             body = spec.child_by_field_name("type")
+            if body is not None and body.type == "interface_type":
+                return _embedded_interfaces(body)
             if body is None or body.type != "struct_type":
                 return []
             out = []
@@ -390,6 +393,15 @@ def class_bases(root: Node, line: int) -> list[str]:
                         out.append(text(typ))
             return out
     return []
+
+
+def _embedded_interfaces(body: Node) -> list[str]:
+    """`Node` in `interface { Node; io.Reader; exprNode() }`: the embedded interfaces of the
+    same package (members are looked up in the package of the type that embeds them, so
+    `io.Reader` is not followed), not the terms of a type set (`~int | string`)."""
+    return [text(elem.named_children[0]) for elem in body.named_children
+            if elem.type == "type_elem" and elem.named_child_count == 1
+            and elem.named_children[0].type == "type_identifier"]
 
 
 def member_files(index, paths: list[str]) -> list[str]:
