@@ -30,6 +30,10 @@ def main() -> int:
         resource.setrlimit(resource.RLIMIT_AS, (MAX_MEMORY, MAX_MEMORY))
     except (ImportError, OSError, ValueError):
         pass
+    # The index that started this worker may die mid-chunk (killed, or its session ended): a
+    # chunk can take many seconds under load, so the parent is looked at between files and an
+    # orphan stops at once instead of parsing for nobody.
+    parent = os.getppid()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
         frame = read_frame(stdin, MAX_REQUEST)
@@ -38,6 +42,8 @@ def main() -> int:
         max_bytes, jobs = marshal.loads(frame)
         out = []
         for path, language, size, mtime_ns in jobs:
+            if os.getppid() != parent:
+                return 0
             o = parse_one(Job("", path, language, size, mtime_ns), max_bytes)
             rows = o.rows
             out.append((o.mtime_ns, o.size, o.error,
