@@ -45,6 +45,7 @@ KEYS: dict[str, tuple[Any, Any]] = {
     "sandbox.limits.coreDumps": (True, None),
     "sandbox.limits.memoryMB": (0, None),
     "sandbox.filesystem.denyRead": (None, ["~/.aws"]),
+    "sandbox.filesystem.allowGitHistory": (True, None),
     "bash.env": ("clean", None),
     "bash.envAllow": (["AWS_*"], None),
     "bash.defaultTimeoutMs": (10**7, 1000),

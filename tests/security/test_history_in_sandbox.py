@@ -172,3 +172,26 @@ def test_auto_allow_stays_where_no_history_can_hold_a_denied_file(bwrap, tmp_pat
     s = session(make_session, ws, deny)
     r = s.call("Bash", {"command": "python3 -c 'print(6*7)'"})
     assert "42" in r.text and not r.is_error, r.text
+
+
+@pytest.mark.parametrize("where", ["the user's settings", "the workspace's own settings"])
+def test_only_the_user_can_accept_the_history_risk(bwrap, tmp_path, make_session, where):
+    """`sandbox.filesystem.allowGitHistory` is the user's informed choice to keep sandboxed
+    auto-allow beside Read deny rules in a repository (the script then prints the history, as
+    the question warned); a checkout's own settings file cannot make that choice for them."""
+    base = tmp_path / "t"
+    base.mkdir()
+    ws, secret = plain(base)
+    (ws / "leak.py").write_text(LEAK)
+    settings = {"sandbox": {"mode": "bwrap", "autoAllowBash": True}, "permissions": {"deny": ["Read(./.env)"]}}
+    if where == "the user's settings":
+        settings["sandbox"]["filesystem"] = {"allowGitHistory": True}
+    else:
+        (ws / ".codebelt").mkdir()
+        (ws / ".codebelt" / "settings.json").write_text('{"sandbox": {"filesystem": {"allowGitHistory": true}}}')
+    s = make_session(ws, settings=settings, sandbox="bwrap", approver=None)
+    r = s.call("Bash", {"command": "python3 leak.py"})
+    if where == "the user's settings":
+        assert f"{secret}-1" in r.text and not r.is_error, r.text[-800:]
+    else:
+        assert secret not in r.text and "allowGitHistory" in r.text, r.text

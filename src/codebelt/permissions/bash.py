@@ -41,8 +41,9 @@ class CommandPolicy:
     def __init__(self, rules: RuleSet, mode: str, workspace: "Workspace",
                  decide_path: Callable[[PathRequest], Decision], sandbox_auto_allow: Callable[[], bool],
                  jail_available: Callable[[], bool] = lambda: False,
-                 confinement: "ConfinementPolicy | None" = None):
+                 confinement: "ConfinementPolicy | None" = None, allow_git_history: bool = False):
         self.rules = rules
+        self.allow_git_history = allow_git_history
         self.mode = mode
         self.workspace = workspace
         self.decide_path = decide_path
@@ -235,6 +236,8 @@ def _history_rule(engine: CommandPolicy) -> str | None:
     history is not looked up: an unreachable blob (`git add .env; git reset`) is in no tree."""
     from ..files.gitrepo import object_stores
 
+    if engine.allow_git_history:  # the user's own choice to accept it
+        return None
     for root in engine.workspace.roots:
         rule = engine.rules.read_deny_under(root)
         if rule is None:
@@ -247,7 +250,7 @@ def _history_rule(engine: CommandPolicy) -> str | None:
             where = (f"git's object store at {engine.workspace.relative(stores[0])}" if stores
                      else f"a repository in it perhaps ({short})")
             return (f"a program can read the old versions of files the rule {rule.text} ({rule.source or 'settings'}) "
-                    f"denies from {where}")
+                    f"denies from {where} (`sandbox.filesystem.allowGitHistory: true` in your own settings accepts that)")
     return None
 
 

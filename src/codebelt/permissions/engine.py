@@ -70,7 +70,8 @@ class PermissionEngine:
         self._denied = DeniedFiles(self.rules.read_deny_rules())
         self.confinement = ConfinementPolicy(self.jail_available, settings.sandbox.mode, frozenset(helper_tools))
         self._commands = CommandPolicy(self.rules, self.mode, workspace, self.decide_path, self.sandbox_auto_allow,
-                                       self.jail_available, self.confinement)
+                                       self.jail_available, self.confinement,
+                                       settings.sandbox.filesystem.allow_git_history)
 
     # -- questions other parts ask ---------------------------------------------------------------
     def has_rules(self, behavior: str) -> bool:
@@ -166,7 +167,8 @@ class PermissionEngine:
                                   self._families)
             other._narrowing_asks = False
             other._commands = CommandPolicy(other.rules, other.mode, other.workspace, other.decide_path,
-                                            other.sandbox_auto_allow, other.jail_available, other.confinement)
+                                            other.sandbox_auto_allow, other.jail_available, other.confinement,
+                                            other.settings.sandbox.filesystem.allow_git_history)
             self._without_narrowing_asks = other
         return self._without_narrowing_asks
 

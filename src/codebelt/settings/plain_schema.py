@@ -1,7 +1,7 @@
 """The settings schema as data, for `plain.py`: generated from schema.py by
 `python -m codebelt.settings.plain --write`; do not edit. {JSON key: (attribute, check, default)}."""
 
-SCHEMA_CRC = 525368625
+SCHEMA_CRC = 1846047146
 
 FIELDS = {'$schema': ('schema_', ('str', True), None),
  'permissions': ('permissions',
@@ -30,7 +30,11 @@ FIELDS = {'$schema': ('schema_', ('str', True), None),
                             'coreDumps': ('core_dumps', ('bool', False), False),
                             'memoryMB': ('memory_mb', ('int', True, 0, None, None, None), None)}),
                           None),
-               'filesystem': ('filesystem', ('section', {'denyRead': ('deny_read', ('strlist',), [])}), None)}),
+               'filesystem': ('filesystem',
+                              ('section',
+                               {'denyRead': ('deny_read', ('strlist',), []),
+                                'allowGitHistory': ('allow_git_history', ('bool', False), False)}),
+                              None)}),
              None),
  'bash': ('bash',
           ('section',

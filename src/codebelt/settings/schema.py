@@ -79,6 +79,11 @@ class SandboxFilesystemSettings(Section):
         [], "Paths no command may read, as in Claude Code: each entry is also a `Read(...)` deny rule "
         "(`~/.aws`, `//srv/keys/**`, `./secrets/**`), so the file tools refuse it and the jail and the write "
         "sandbox mask it.", workspace=ADD)
+    allow_git_history: bool = setting(
+        False, "Let commands run unasked in the write sandbox even while a Read deny rule could match a file "
+        "under the workspace and a git repository is there: a program such a command runs can print the denied "
+        "file's committed, staged or stashed versions from git's object store. Off, such commands are decided "
+        "by the mode (they ask). Only from the user's settings.", workspace=OFF)
 
 
 DomainList = Annotated[list[str], BeforeValidator(_str_list)]
