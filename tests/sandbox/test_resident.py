@@ -136,7 +136,12 @@ def test_the_command_has_no_capability_and_cannot_write(resident, ws):
 def test_a_stopped_command_ends_with_everything_it_started(resident, ws):
     with tempfile.TemporaryFile() as out:
         marker = f"5{os.getpid() % 1000}.{time.monotonic_ns() % 100000}"
-        proc = start(resident, f"(setsid sleep {marker} &); sleep {marker}", ws, out)
+        proc = start(resident, f"(setsid sleep {marker} &); echo ready; sleep {marker}", ws, out)
+        # Signalled once running (as a timeout finds it): a SIGTERM in the instant before the
+        # command exists reaches only its init, and the runner's SIGKILL after the grace ends it.
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not os.pread(out.fileno(), 64, 0).startswith(b"ready"):
+            time.sleep(0.02)
         os.killpg(proc.pid, signal.SIGTERM)  # what the runner does on a timeout
         try:
             code = proc.wait(30)
