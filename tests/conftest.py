@@ -65,3 +65,15 @@ def pytest_collection_modifyitems(config, items):
         info = getattr(item, "_fixtureinfo", None)
         if info is not None and any(defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values()):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+@pytest.fixture(params=["bwrap", "landlock", "unjailed"])
+def confined(request):
+    """Each way a helper program (ripgrep) can run: in the bwrap or Landlock jail, or unjailed."""
+    if request.param != "unjailed":
+        from .sandbox.conftest import backend_unusable
+
+        why = backend_unusable(request.param)
+        if why:
+            pytest.skip(f"{request.param} cannot work here: {why}")
+    return request.param

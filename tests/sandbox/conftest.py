@@ -162,3 +162,15 @@ def jailed(sb: Sandbox, command: str, cwd: Path, masked: list[Path] | None = Non
             cleanup()
 
 
+def host_processes_with(marker: str) -> list[int]:
+    """Host pids whose command line contains `marker` (a process a command left behind)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as f:
+                    if marker.encode() in f.read():
+                        found.append(int(name))
+            except OSError:
+                pass
+    return found

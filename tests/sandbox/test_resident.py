@@ -15,7 +15,7 @@ import pytest
 
 from codebelt.sandbox import Sandbox, SandboxConfig
 
-from .conftest import backend_unusable, jailed
+from .conftest import backend_unusable, host_processes_with, jailed
 
 
 @pytest.fixture
@@ -43,19 +43,6 @@ def start(sb: Sandbox, command: str, cwd: Path, out):
     proc = launch({1: out.fileno(), 2: out.fileno()})
     assert proc is not None
     return proc
-
-
-def host_processes_with(marker: str) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/cmdline", "rb") as f:
-                    if marker.encode() in f.read():
-                        found.append(int(name))
-            except OSError:
-                pass
-    return found
 
 
 def test_every_command_starts_with_an_empty_scratch(resident, ws):

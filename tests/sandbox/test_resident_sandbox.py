@@ -20,7 +20,7 @@ import pytest
 from codebelt import Session
 from codebelt.sandbox import Sandbox, SandboxConfig
 
-from .conftest import backend_unusable, spawn
+from .conftest import backend_unusable, host_processes_with, spawn
 
 
 @pytest.fixture
@@ -46,19 +46,6 @@ def start(sb: Sandbox, command: str, cwd: Path, out):
     proc = launch({1: out.fileno(), 2: out.fileno()})
     assert proc is not None
     return proc
-
-
-def host_processes_with(marker: str) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/cmdline", "rb") as f:
-                    if marker.encode() in f.read():
-                        found.append(int(name))
-            except OSError:
-                pass
-    return found
 
 
 def test_protected_paths_made_after_the_resident_started(resident, ws):

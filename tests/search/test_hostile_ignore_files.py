@@ -14,7 +14,6 @@ import pytest
 
 from codebelt.search import ignore_files
 
-from ..sandbox.conftest import backend_unusable
 
 # (name, how the .gitignore is made)
 HOSTILE = {
@@ -27,13 +26,6 @@ HOSTILE = {
 TIMEOUT_MS = 3_000
 
 
-@pytest.fixture(params=["bwrap", "landlock", "unjailed"])
-def confined(request):
-    if request.param != "unjailed":
-        why = backend_unusable(request.param)
-        if why:
-            pytest.skip(f"{request.param} cannot work here: {why}")
-    return request.param
 
 
 def session(make_session, ws: Path, confined: str):

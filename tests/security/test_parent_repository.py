@@ -21,7 +21,6 @@ from codebelt.checkpoints.gitindex import find_repo
 from codebelt.files.gitrepo import find_repository
 from codebelt.search.ignore_files import outside_reads
 
-from ..sandbox.conftest import backend_unusable
 
 GIT = shutil.which("git")
 NOBODY = 65534
@@ -205,13 +204,6 @@ def test_as_root_under_sudo_the_invoking_users_repository_is_the_users(planted):
 
 
 # -- ignore rules above the workspace: Grep and Glob, jailed and not ----------------------------
-@pytest.fixture(params=["bwrap", "landlock", "unjailed"])
-def confined(request):
-    if request.param != "unjailed":
-        why = backend_unusable(request.param)
-        if why:
-            pytest.skip(f"{request.param} cannot work here: {why}")
-    return request.param
 
 
 @pytest.mark.parametrize("planted_as", ["another user's repository and .gitignore", "another user's .ignore",
