@@ -593,13 +593,7 @@ class Sandbox:
                       *(str(m) for m in _jail.mask_targets(masked))],
         }
 
-        def launch(fds: dict[int, int]):
-            try:
-                return resident.launch(request, fds)
-            except ResidentUnavailable:
-                return None  # gone or the request too large: the caller starts the one-shot jail
-
-        return launch
+        return resident.launcher(request)
 
     def _stamps(self) -> tuple:
         """What the resident's view depends on besides the paths: the roots it bound, by inode

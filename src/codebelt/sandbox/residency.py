@@ -98,6 +98,18 @@ class ResidentJail:
     def alive(self) -> bool:
         return not self._gone.is_set()
 
+    def launcher(self, request: dict):
+        """`launch` bound to `request`, as a wrapper's launch: None where the resident cannot
+        take it (gone, or the request too large), so the caller spawns the one-shot argv."""
+
+        def launch(fds: dict[int, int]) -> "JailedProcess | None":
+            try:
+                return self.launch(request, fds)
+            except ResidentUnavailable:
+                return None
+
+        return launch
+
     def launch(self, request: dict, fds: dict[int, int]) -> "JailedProcess":
         """Start a command: `request` (argv, env, cwd, scratch, masks, abi, writable) and `fds`
         (descriptor number in the command -> descriptor here). Returns once the command runs.

@@ -168,19 +168,8 @@ class ResidentSandbox:
     def launcher(self, request: dict) -> "Callable[[dict[int, int]], Any] | None":
         """`launch(fds)` starting the command of `request` in the resident, or None when there
         is none (the caller spawns the one-shot argv)."""
-        from .residency import ResidentUnavailable
-
         resident = self._resident()
-        if resident is None:
-            return None
-
-        def launch(fds: dict[int, int]):
-            try:
-                return resident.launch(request, fds)
-            except ResidentUnavailable:
-                return None  # gone or the request too large: the caller spawns the one-shot argv
-
-        return launch
+        return None if resident is None else resident.launcher(request)
 
     @property
     def current(self):
