@@ -18,16 +18,10 @@ from codebelt.settings import load_settings, plain
 from codebelt.settings.loader import _validate
 from codebelt.settings.plain_schema import FIELDS
 
+from .test_plain_params import _typed
+
 POOL = [None, True, False, 0, 1, -1, 2, 7, 0.5, 1.0, 7.0, -1.0, math.nan, math.inf, 2**63, "", "x", "1", "true",
         "default", "auto", "\ud800", [], ["a"], ["a", 1], [None], "*.py", {}, {"a": 1}, ("a",)]
-
-
-def _typed(value):
-    if isinstance(value, dict):
-        return {k: _typed(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return (type(value).__name__, [_typed(v) for v in value])
-    return (type(value).__name__, value)
 
 
 def _leaves(fields, path=()):
