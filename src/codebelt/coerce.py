@@ -53,11 +53,14 @@ def _kinds(annotation: Any) -> set[Any]:
 
 
 def _is_model(annotation: type) -> bool:
-    """A pydantic model (an object), without importing pydantic when nothing did yet."""
+    """A pydantic model (an object), without importing pydantic when nothing did yet. Looked up
+    with a default: another thread of the session (its background start) may be importing
+    pydantic right now, and a module being imported has no `BaseModel` yet — nor can a model
+    class exist before it does."""
     import sys
 
-    pydantic = sys.modules.get("pydantic")
-    return pydantic is not None and issubclass(annotation, pydantic.BaseModel)
+    base = getattr(sys.modules.get("pydantic.main"), "BaseModel", None)
+    return base is not None and issubclass(annotation, base)
 
 
 def _fields(model: Any) -> dict[str, tuple[str, Any, bool]]:

@@ -132,3 +132,32 @@ def test_errors_are_pydantics_words(make_session, ws):
     assert "An unexpected parameter `extra` was provided" in r.text
     assert "The parameter `limit` type is expected as `number` but provided as `string`" in r.text
     assert not s.call("Read", {"file_path": "a.txt", "limit": "1"}).is_error
+
+
+def test_coercion_while_another_thread_is_still_importing_pydantic(monkeypatch):
+    """A session's background start imports modules in threads of its own while the first call
+    is coerced: pydantic may be in sys.modules half-imported (no `BaseModel` yet). The call's
+    coercion must not fail on it (it did: "partially initialized module 'pydantic' has no
+    attribute 'BaseModel'", the README's checkpoints example losing its first Write under load)."""
+    import sys
+    import types
+
+    from pydantic import BaseModel
+
+    from codebelt.tools.write import WriteInput
+
+    class Inner(BaseModel):
+        a: int
+
+    class Outer(BaseModel):
+        inner: Inner
+
+    # once imported, a model field still takes JSON text for its object
+    assert coerce_input(Outer, {"inner": '{"a": 1}'}) == {"inner": {"a": 1}}
+    for name in ("pydantic", "pydantic.main"):
+        half = types.ModuleType(name)
+        half.__spec__ = types.SimpleNamespace(name=name, _initializing=True)
+        monkeypatch.setitem(sys.modules, name, half)
+    assert coerce_input(WriteInput, {"file_path": "notes.md", "content": "draft\n"}) == \
+        {"file_path": "notes.md", "content": "draft\n"}
+    assert coerce_input(EveryKind, {"path": "a", "count": "3", "flag": "true"}) == {"path": "a", "count": 3, "flag": True}
