@@ -121,7 +121,7 @@ def _serves_http(clone: Path, line: str) -> None:
                 return
         finally:
             _stop(proc)
-        if b"address already in use" not in err or time.monotonic() > deadline:
+        if b"address already in use" not in err.lower() or time.monotonic() > deadline:
             raise AssertionError((line, err[-500:]))
         time.sleep(1)
 
