@@ -17,8 +17,33 @@ import pytest
 from codebelt.shell.execution.procs import MARKER_VAR
 
 
+# Where other test runs keep their files: the machine may run several test suites at once (other
+# clones, other pytest-xdist runs), with the same commands; set by `_this_run` below.
+_OTHER_RUNS: list[str] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _this_run(tmp_path_factory):
+    base = tmp_path_factory.getbasetemp()  # pytest-N, or pytest-N/popen-gwK under xdist
+    run = base.parent if base.name.startswith("popen-") else base
+    _OTHER_RUNS[:] = [str(run.parent) + "/", str(run) + "/"]
+
+
+def _another_runs(pid: str) -> bool:
+    """Whether the process works in another test run's directory: the same token in another
+    run's command is not this test's leak."""
+    if not _OTHER_RUNS:
+        return False
+    try:
+        cwd = os.readlink(f"/proc/{pid}/cwd") + "/"
+    except OSError:
+        return False
+    return cwd.startswith(_OTHER_RUNS[0]) and not cwd.startswith(_OTHER_RUNS[1])
+
+
 def live_processes(tokens: list[str], marker_prefixes: list[str]) -> list[str]:
-    """'pid cmdline' of live processes matching a token (cmdline) or a marker (environ)."""
+    """'pid cmdline' of live processes matching a marker (environ) or a token (cmdline; but not
+    one of another test run on the machine)."""
     found = []
     me = os.getpid()
     for name in os.listdir("/proc"):
@@ -36,7 +61,7 @@ def live_processes(tokens: list[str], marker_prefixes: list[str]) -> list[str]:
         except OSError:
             continue
         marked = any(f"{MARKER_VAR}={p}".encode() in environ for p in marker_prefixes)
-        if marked or any(t in cmdline for t in tokens):
+        if marked or (any(t in cmdline for t in tokens) and not _another_runs(name)):
             found.append(f"{name} {cmdline}")
     return found
 
