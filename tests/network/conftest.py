@@ -15,6 +15,7 @@ import ssl
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -168,9 +169,16 @@ def session_with(ws, tmp_path, names, bwrap):
 
 
 def connections(tmp_path: Path, session) -> list[dict[str, Any]]:
-    """The audit log's connection rows of a session (flushed first)."""
+    """The audit log's connection rows of a session (flushed first). An allowed connection is
+    recorded when the proxy has relayed its last byte, which may come just after the command
+    that opened it has ended: its rows are read once no connection of the session is open."""
     from codebelt import audit
+    from codebelt.tools._services import network
 
+    service = session._services.peek(network)
+    deadline = time.monotonic() + 30
+    while service is not None and service.gate.open_now and time.monotonic() < deadline:
+        time.sleep(0.01)
     if session._audit is not None:
         session._audit.flush()
     return audit.connections(tmp_path / "audit.db", session_id=session.id)

@@ -80,6 +80,24 @@ def test_connections_open_at_once_are_bounded():
         gate.close()
 
 
+def test_a_connection_is_recorded_before_it_stops_counting_as_open():
+    """So that 'no connection open' means 'every connection recorded': the audit rows of a
+    command's connections are complete once none is open (the relay records one a moment after
+    the command that opened it has ended)."""
+    import ipaddress
+
+    resolver = Resolver({"allowed.test": [ipaddress.ip_address("127.0.0.1")]})
+    open_when_recorded = []
+    gate = Gate(NetworkPolicy.from_lists(["allowed.test"]), resolver,
+                on_record=lambda record: open_when_recorded.append((record.decision, gate.open_now)))
+    try:
+        gate.open("allowed.test", 80, origin="t").close()
+        gate.open("denied.test", 80, origin="t").close()
+        assert open_when_recorded == [("allowed", 1), ("denied", 1)] and gate.open_now == 0
+    finally:
+        gate.close()
+
+
 @pytest.mark.parametrize("start", [b"", b"\x05", b"\x05\x01\x00\x05\x01", b"\x05\x01\x00\x05\x01\x00\x03\x20abc",
                                    b"CONNECT allowed.test:443 HTTP/1.1\r\n"])
 def test_a_request_left_half_way_is_cut_off(start):

@@ -263,10 +263,11 @@ class Gate:
             return not limit or self.bytes <= limit
 
     def _closed(self, ticket: Ticket) -> None:
+        # recorded before it stops counting as open: once none is open, every one is recorded
+        self._emit(ticket.record)
         if ticket.allowed:
             with self._lock:
                 self.open_now -= 1
-        self._emit(ticket.record)
 
     def _emit(self, record: ConnectionRecord) -> None:
         if self.on_record is not None:
