@@ -89,8 +89,9 @@ def test_no_server_starts_for_a_language_the_workspace_lacks_or_when_told_not_to
 
 
 def test_a_server_that_stops_reading_its_input_is_killed_and_the_call_falls_back(ws):
-    # larger than a pipe's buffer: a blocking write of it to this server never returns
-    (ws / "m.py").write_text(SOURCE + "padding = 1  # padding padding padding padding padding\n" * 8_000)
+    # larger than a pipe's buffer: a blocking write of it to this server never returns. One long
+    # string, not thousands of lines: the fallback's own parse of the file stays cheap under load
+    (ws / "m.py").write_text(SOURCE + 'padding = "' + "padding " * 55_000 + '"\n')
     marker = f"codebelt-lsp-test-{uuid.uuid4().hex[:8]}"
     with Session(ws, settings=settings("never_reads.py", marker)) as s:
         wait_state(s, "bad", "ready")
