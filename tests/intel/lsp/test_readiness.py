@@ -50,12 +50,23 @@ def methods_received(s: Session) -> list[str]:
     return client.stderr_tail(100_000).split() if client else []
 
 
+def was_sent(s: Session, method: str, seconds: float = 30) -> bool:
+    """Whether loads_forever.py says it was sent `method`: its stderr is read by a thread of its
+    own, which may come to a line after the answer that followed it was handled."""
+    deadline = time.monotonic() + seconds
+    while method not in methods_received(s):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def test_a_server_still_loading_is_not_asked_and_the_index_answers(ws):
     (ws / "m.py").write_text(SOURCE)
     marker = f"codebelt-lsp-test-{uuid.uuid4().hex[:8]}"
     with Session(ws, settings=settings("loads_forever.py", marker)) as s:
         wait_state(s, "bad", "loading")  # started at session start: no call was made
-        assert "initialize" in methods_received(s)
+        assert was_sent(s, "initialize"), methods_received(s)
         texts = []
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and len(texts) < 3:
@@ -66,7 +77,7 @@ def test_a_server_still_loading_is_not_asked_and_the_index_answers(ws):
             if "(Loading the universe)" in r.text:  # once its report came, the note names it
                 texts.append(r.text)
         assert len(texts) == 3
-        assert "textDocument/documentSymbol" in methods_received(s)  # the warm-up question
+        assert was_sent(s, "textDocument/documentSymbol"), methods_received(s)  # the warm-up question
         assert "textDocument/definition" not in methods_received(s)
     assert wait_gone(marker) == []
 
