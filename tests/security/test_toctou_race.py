@@ -175,9 +175,11 @@ SEARCHES = [
 
 @pytest.mark.parametrize("tool,inp", SEARCHES, ids=["grep-d-content", "grep-d-files", "glob-in-d", "glob-d-pattern",
                                                      "grep-root", "lsp-d"])
-def test_searches_never_return_outside_content(race, make_session, tool, inp):
+def test_searches_never_return_outside_content(race, make_session, tool, inp, request):
     outside, before, _stop = race
     s = make_session(mode="default")  # searching outside asks; without an approver that is a refusal
-    for _ in range(CALLS // 4):
+    # a known gap (xfail, not strict) shows itself in a few calls; its 75 calls cost a minute
+    calls = CALLS // 20 if request.node.get_closest_marker("xfail") else CALLS // 4
+    for _ in range(calls):
         r = s.call(tool, inp)
         assert SECRET[-4:] not in r.text and SECRET.replace("-", "_") not in r.text, r.text[:500]
