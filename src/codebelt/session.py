@@ -297,6 +297,10 @@ class Session:
             os.close(self._tmp_lock)
             raise
         self._closed = False
+        # The cancel events of the calls running now: closing the session cancels them, so a
+        # command, hook or server a call started does not outlive it.
+        self._running: set[threading.Event] = set()
+        self._running_lock = threading.Lock()
         self._hooks = self._load_hooks()
         self._pending_context: list[str] = []  # hook output for the model, added to the next result
         self._events_lock = threading.Lock()
@@ -393,7 +397,8 @@ class Session:
                 "permission_mode": self.mode, **extra}
 
     def _run_hooks(self, event: str, extra: dict[str, Any], tool_name: str | None = None,
-                   tool_input: dict[str, Any] | None = None, tool: Tool | None = None):
+                   tool_input: dict[str, Any] | None = None, tool: Tool | None = None,
+                   cancel: threading.Event | None = None):
         if not self._hooks.has(event):
             return None
         payload = self._hook_payload(**extra)
@@ -402,7 +407,7 @@ class Session:
             tool_name, tool_input, aliases = tool.hook_view(tool_input or {})
         if tool_name is not None:
             payload.update(tool_name=tool_name, tool_input=tool_input or {})
-        result = self._hooks.run(event, payload, tool_name, tool_input, aliases)
+        result = self._hooks.run(event, payload, tool_name, tool_input, aliases, cancel=cancel)
         if result.context and event in ("SessionStart", "Notification", "CwdChanged"):
             with self._events_lock:
                 self._pending_context.append(result.additional_context)
@@ -530,6 +535,17 @@ class Session:
 
     def _call(self, name: str, input: Any, prepared: _Prepared | None,
               progress: ProgressCallback | None, cancel_event: threading.Event | None) -> ToolResult:
+        cancel_event = cancel_event or threading.Event()
+        with self._running_lock:
+            self._running.add(cancel_event)
+        try:
+            return self._call_running(name, input, prepared, progress, cancel_event)
+        finally:
+            with self._running_lock:
+                self._running.discard(cancel_event)
+
+    def _call_running(self, name: str, input: Any, prepared: _Prepared | None,
+                      progress: ProgressCallback | None, cancel_event: threading.Event) -> ToolResult:
         started = time.perf_counter()
         decision: Decision | None = None
         tool_name = name
@@ -545,7 +561,10 @@ class Session:
             tool_name = tool.name
             may_write = not tool.read_only
             use_id = f"toolu_{uuid.uuid4().hex[:20]}"
-            pre = self._run_hooks("PreToolUse", {"tool_use_id": use_id}, tool.name, _as_input(input), tool)
+            pre = self._run_hooks("PreToolUse", {"tool_use_id": use_id}, tool.name, _as_input(input), tool,
+                                  cancel=cancel_event)
+            if cancel_event.is_set():
+                raise Cancelled()
             if pre is not None and pre.updated_input is not None:
                 # replaces the whole input: checked again against the schema, and decided again
                 updated = tool.from_hook_input(pre.updated_input, _as_input(input))
@@ -589,7 +608,7 @@ class Session:
             try:
                 event = "PostToolUseFailure" if result.is_error else "PostToolUse"
                 post = self._run_hooks(event, {"tool_use_id": use_id, "tool_response": result.data if result.data is not None else result.text},
-                                       tool_name, _as_input(input), tool)
+                                       tool_name, _as_input(input), tool, cancel=cancel_event)
                 if post is not None:
                     _add_hook_output(result, post)
             except Exception:  # noqa: BLE001 - a failing hook never fails the call
@@ -900,6 +919,10 @@ class Session:
         """End background tasks, flush the audit log and remove the session's temp files."""
         if self._closed:
             return
+        with self._running_lock:
+            running = list(self._running)
+        for cancel in running:
+            cancel.set()
         try:
             self._run_hooks("SessionEnd", {"reason": "other"})
         except Exception:  # noqa: BLE001 - a hook never keeps a session open

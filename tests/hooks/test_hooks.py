@@ -188,6 +188,44 @@ def test_a_hung_hook_is_killed_with_its_group(ws, make_session, tmp_path):
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
 
 
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+# How a running call ends early: its caller cancels it, or the session closes under it.
+@pytest.mark.parametrize("event,tool", [("PreToolUse", "Read"), ("PostToolUse", "Read")])
+@pytest.mark.parametrize("ending", ["cancel", "close"])
+def test_a_running_hook_is_killed_with_its_group_when_the_call_ends(ws, make_session, tmp_path, event, tool, ending):
+    marker = tmp_path / "child.pid"
+    (ws / "a.txt").write_text("a\n")
+    session = make(ws, make_session, {event: [hook(f"sleep 600 & echo $! > {marker}; wait", timeout=600)]})
+    cancel = threading.Event()
+    results: list = []
+    call = threading.Thread(target=lambda: results.append(
+        session.call(tool, {"file_path": "a.txt"}, cancel_event=cancel)))
+    call.start()
+    deadline = time.monotonic() + 30
+    while not (marker.exists() and marker.read_text().strip()):
+        assert time.monotonic() < deadline, "the hook did not start"
+        time.sleep(0.02)
+    pid = int(marker.read_text())
+    if ending == "cancel":
+        cancel.set()
+    else:
+        session.close()
+    call.join(30)  # generous: the hook's own timeout is 600 s
+    assert not call.is_alive()
+    deadline = time.monotonic() + 10
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(pid)
+    if event == "PreToolUse":  # the tool never ran
+        assert results[0].is_error and "cancelled" in results[0].text, results[0].text
+
+
 @pytest.mark.parametrize("matcher,tool,fires", [
     (None, "Read", True), ("", "Read", True), ("*", "Glob", True), ("Read", "Read", True),
     ("Read", "Glob", False), ("Edit|Read", "Read", True), ("Edit|Write", "Read", False),

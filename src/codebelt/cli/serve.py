@@ -14,6 +14,9 @@ TOKEN_ENV = "CODEBELT_TOKEN"
 # goodbye must not grow the server without bound.
 DEFAULT_MAX_SESSIONS = 64
 DEFAULT_IDLE_S = 900.0
+# How long leaving waits for the session to close (commands killed after their grace period,
+# language servers stopped, the sandbox's cgroup cleared) before the process goes regardless.
+CLOSE_BOUND_S = 30.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,13 +69,30 @@ def _end_on_signals(session) -> None:
     def handler(signum: int, frame: object) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second signal must not cut the cleanup short
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            session.close()
-        finally:
-            os._exit(0)
+        _leave(session)
 
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
+
+
+def _leave(session) -> None:
+    """Close the session (its calls cancelled, what they started stopped), bounded, and end the
+    process with status 0. Not a normal return: interpreter exit joins every worker thread, and
+    one still inside a call that ignores its cancellation would keep the server alive with
+    nobody to serve."""
+    import threading
+
+    closer = threading.Thread(target=session.close, name="codebelt-serve-close", daemon=True)
+    try:
+        closer.start()
+        closer.join(CLOSE_BOUND_S)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(0)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -98,6 +118,13 @@ def run(args: argparse.Namespace) -> int:
         if address is None:
             _end_on_signals(session)
             mcp_server.run_stdio(session)
+            # stdin reached its end: the client is gone (closed the pipe, or died), and so is
+            # anyone to serve
+            import signal
+
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            _leave(session)
         else:
             host, port = address
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import threading
 from pathlib import Path
 from typing import Any, Callable
 
@@ -58,16 +59,19 @@ class HookEngine:
             return True
 
     def run(self, event: str, payload: dict[str, Any], tool_name: str | None = None,
-            tool_input: dict[str, Any] | None = None, aliases: tuple[str, ...] = ()) -> HookResult:
+            tool_input: dict[str, Any] | None = None, aliases: tuple[str, ...] = (),
+            cancel: threading.Event | None = None) -> HookResult:
+        """Run the hooks of `event` (in parallel) and merge their outcomes; command hooks are
+        killed once `cancel` is set."""
         specs = self.select(event, tool_name, tool_input, aliases)
         if not specs:
             return HookResult()
         payload = {**payload, "hook_event_name": event}
         if len(specs) == 1:
-            runs = [run_hook(specs[0], payload, self.project_dir)]
+            runs = [run_hook(specs[0], payload, self.project_dir, cancel)]
         else:
             with concurrent.futures.ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(specs))) as pool:
-                runs = list(pool.map(lambda s: run_hook(s, payload, self.project_dir), specs))
+                runs = list(pool.map(lambda s: run_hook(s, payload, self.project_dir, cancel), specs))
         result = merge(event, runs)
         if self.on_run is not None:
             for r in runs:

@@ -1,6 +1,7 @@
 """Running one hook: a command (`bash -c`, its own process group, JSON on stdin, output capped,
 the group killed at its timeout), an http endpoint (POST the same JSON; loopback or https only),
-or a Python callable registered by a library user."""
+or a Python callable registered by a library user. A command hook also ends, its group killed,
+when the call it runs for is cancelled (the client went away, the session closed)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ def _drain(stream, keep: list[bytes]) -> None:
         total += len(chunk)
 
 
-def run_command(spec: HookSpec, payload: bytes, project_dir: Path) -> HookRun:
+def run_command(spec: HookSpec, payload: bytes, project_dir: Path,
+                cancel: threading.Event | None = None) -> HookRun:
     started = time.monotonic()
     run = HookRun(spec)
     env = {**os.environ, "CLAUDE_PROJECT_DIR": str(project_dir), "CODEBELT_PROJECT_DIR": str(project_dir)}
@@ -76,10 +78,9 @@ def run_command(spec: HookSpec, payload: bytes, project_dir: Path) -> HookRun:
             proc.stdin.close()
         except OSError:
             pass
-    try:
-        proc.wait(timeout=spec.timeout)
-    except subprocess.TimeoutExpired:
-        run.timed_out = True
+    ended = _wait(proc, spec.timeout, cancel)
+    if ended != "exited":
+        run.timed_out = ended == "timed out"
         _kill_group(proc)
     for r in readers:
         r.join(timeout=KILL_GRACE_S)
@@ -90,10 +91,30 @@ def run_command(spec: HookSpec, payload: bytes, project_dir: Path) -> HookRun:
     run.stderr = b"".join(err).decode("utf-8", "replace")
     if run.timed_out:
         run.error = f"timed out after {duration(spec.timeout)} and was killed"
+    elif ended == "cancelled":
+        run.error = "killed: the call was cancelled"
     elif run.signal:
         run.error = f"ended by signal {run.signal}"
     run.duration_ms = (time.monotonic() - started) * 1000
     return run
+
+
+CANCEL_POLL_S = 0.05
+
+
+def _wait(proc: subprocess.Popen, timeout: float, cancel: threading.Event | None) -> str:
+    """"exited", "timed out" or "cancelled", whichever comes first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        try:
+            proc.wait(timeout=max(0.0, remaining if cancel is None else min(remaining, CANCEL_POLL_S)))
+            return "exited"
+        except subprocess.TimeoutExpired:
+            if cancel is not None and cancel.is_set():
+                return "cancelled"
+            if remaining <= 0:
+                return "timed out"
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -163,10 +184,11 @@ def run_python(spec: HookSpec, payload: dict[str, Any]) -> HookRun:
     return run
 
 
-def run_hook(spec: HookSpec, payload: dict[str, Any], project_dir: Path) -> HookRun:
+def run_hook(spec: HookSpec, payload: dict[str, Any], project_dir: Path,
+             cancel: threading.Event | None = None) -> HookRun:
     if spec.type == "python":
         return run_python(spec, payload)
     data = json.dumps(payload, ensure_ascii=False, default=str).encode()
     if spec.type == "http":
         return run_http(spec, data)
-    return run_command(spec, data, project_dir)
+    return run_command(spec, data, project_dir, cancel)
