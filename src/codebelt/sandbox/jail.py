@@ -5,8 +5,9 @@ What a jailed command sees and may do, whichever backend builds it:
 - nothing on the host is writable, the workspace included; TMPDIR and HOME point at a scratch
   directory that is thrown away after the command;
 - readable: the workspace roots, the additional directories, the system directories programs
-  need (`SYSTEM_DIRS`, `/etc` without its secrets) and the directories on PATH; not the user's
-  home, not /tmp, /run, /var or /sys;
+  need (`SYSTEM_DIRS`, `/etc` without its secrets) and the directories on PATH (none reached
+  through a directory a command may write: `path_dirs`); not the user's home, not /tmp, /run,
+  /var or /sys;
 - masked: `SECRETS` and the paths the session's Read deny rules cover (given by the caller);
 - no other process's /proc entries (their command lines and environments);
 - no sockets but netlink routing (seccomp.py) — no TCP, UDP, MPTCP, raw, path or abstract Unix
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 from .landlock import Grant
@@ -57,16 +59,29 @@ PROC_ENTRIES = ("cpuinfo", "meminfo", "stat", "uptime", "loadavg", "version", "f
                 "crypto", "devices", "partitions", "interrupts", "softirqs", "cmdline")
 
 
-def path_dirs(path_var: str | None, home: str | None) -> list[Path]:
+def path_dirs(path_var: str | None, home: str | None, untrusted: "Iterable[Path | str]" = ()) -> list[Path]:
     """Absolute directories on PATH worth binding: existing, not / and not the home directory or
-    one of its parents (that would expose the home itself)."""
+    one of its parents (that would expose the home itself), and reached through none of
+    `untrusted` — the directories a command may write (workspace roots, additional directories,
+    the session's TMPDIR). What lies there is visible through its root already; a link there is
+    the repository's to aim anywhere (an activated `.venv/bin` replaced by a link to ~/.ssh, a
+    parent `tools -> ~`, `link/..`), and binding its target would show what the jail hides. A
+    relative entry (`.`, `bin`) is resolved against the command's directory: never bound."""
     out: dict[Path, None] = {}  # in order, each once
     home_real = _real_dir(home) if home else None
+    avoid = tuple(str(u).rstrip("/") or "/" for u in untrusted)
     for entry in (path_var or "").split(":"):
         if not entry.startswith("/"):
-            continue  # `.` or a relative entry: resolved against the command's cwd, not bound
+            continue
         real = _real_dir(entry)
         if real is None or real == "/":
+            continue
+        if avoid and (real != os.path.normpath(entry) or "/../" in f"{entry}/"):
+            # a link or `..` on the way: walk it, refusing a step through a writable directory
+            real = _outside_walk(entry, avoid)
+            if real is None or real == "/":
+                continue
+        if _inside(real, avoid):
             continue
         if home_real is not None and (real == home_real or home_real.startswith(real + "/")):
             continue
@@ -89,6 +104,46 @@ def _real_dir(path: str) -> str | None:
     finally:
         os.close(fd)
     return real if real.startswith("/") else None  # "(deleted)" or a path outside this root
+
+
+def _inside(path: str, dirs: tuple[str, ...]) -> bool:
+    return any(path == d or path.startswith(d + "/") or d == "/" for d in dirs)
+
+
+def _outside_walk(entry: str, avoid: tuple[str, ...]) -> str | None:
+    """The real path of directory `entry`, resolved one component at a time as the kernel does
+    (a link's target read and walked in its place, `..` the parent of where the walk is), or None
+    when a step lands in one of `avoid`, the entry is no directory, or links loop."""
+    todo = entry.split("/")[::-1]  # a stack: the next component last
+    here = ""  # "" is /
+    links = 0
+    while todo:
+        name = todo.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            here = here.rpartition("/")[0]  # a parent of a path outside `avoid` is outside too
+            continue
+        step = f"{here}/{name}"
+        if _inside(step, avoid):
+            return None
+        try:
+            mode = os.lstat(step).st_mode
+            if stat.S_ISLNK(mode):
+                links += 1
+                target = os.readlink(step)
+                if links > 40 or not target:
+                    return None
+                if target.startswith("/"):
+                    here = ""
+                todo.extend(target.split("/")[::-1])
+                continue
+        except OSError:
+            return None
+        if not stat.S_ISDIR(mode):
+            return None
+        here = step
+    return here or "/"
 
 
 def scratch_in_jail(visible: list[Path]) -> str:

@@ -468,9 +468,11 @@ class Sandbox:
             self._jail_root = root
         return self._jail_root
 
-    @staticmethod
-    def _readable_extra(env: dict) -> list[Path]:
-        return _jail.path_dirs(env.get("PATH", os.environ.get("PATH")), env.get("HOME", os.environ.get("HOME")))
+    def _readable_extra(self, env: dict) -> list[Path]:
+        """The PATH directories a jailed program may read: none reached through a directory a
+        command may write (jail.path_dirs)."""
+        return _jail.path_dirs(env.get("PATH", os.environ.get("PATH")), env.get("HOME", os.environ.get("HOME")),
+                               self.config.writable)
 
     def jail_wrapper(self, masked: "list[Path] | tuple[Path, ...]" = ()) -> Wrapper | None:
         """The read-only jail's wrapper (None: no jail here). `masked`: paths to hide (the

@@ -63,9 +63,10 @@ class JailView:
 
     def __init__(self, roots: Iterable[Path], is_read_denied: Callable[[Path], bool]):
         env_path, home = os.environ.get("PATH"), os.environ.get("HOME")
-        self.visible = [Path(os.path.realpath(r)) for r in roots]
+        roots_real = [Path(os.path.realpath(r)) for r in roots]
+        self.visible = list(roots_real)
         self.visible += [Path(d) for d in (*SYSTEM_DIRS, "/etc", "/dev", "/proc")]
-        self.visible += path_dirs(env_path, home)
+        self.visible += path_dirs(env_path, home, roots_real)
         self._secrets = [Path(s) for s in SECRETS]
         self._is_read_denied = is_read_denied
 
