@@ -43,7 +43,8 @@ VARIABLES = [
     # passed on: what builds need, and look-alikes
     ("PATH", "/usr/bin", None), ("HOME", "/root", None), ("PWD", "/w", None), ("OLDPWD", "/", None),
     ("LANG", "C.UTF-8", None), ("TERM", "xterm", None), ("GIT_AUTHOR_NAME", "n", None),
-    ("GIT_AUTHOR_EMAIL", "a@b", None), ("XAUTHORITY", "/run/x", None), ("AWS_REGION", "eu-west-1", None),
+    ("GIT_AUTHOR_EMAIL", "a@b", None), ("GIT_CONFIG_KEY_0", "http.extraHeader", None),
+    ("GIT_CONFIG_VALUE_0", "Authorization: Bearer ghp_" + "c3" * 18, "value"), ("GIT_CONFIG_KEY_X", "k", "name"), ("XAUTHORITY", "/run/x", None), ("AWS_REGION", "eu-west-1", None),
     ("AWS_PROFILE", "dev", None), ("AZURE_TENANT_ID", "t", None), ("COMPASS_HOME", "/c", None),
     ("BYPASS_CACHE", "1", None), ("HTTP_PROXY", "http://proxy:3128", None), ("DATABASE_URL", "postgres://db/x", None),
     ("SSL_CERT_FILE", "/etc/ssl/cert.pem", None), ("VIRTUAL_ENV", "/v", None), ("CI", "true", None),

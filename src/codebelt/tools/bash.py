@@ -21,7 +21,7 @@ from ..sandbox.protected import guarded, undo_creations
 from ..shell.analysis.parse import Script, parse
 from ..shell.analysis.patch_call import PatchInvocation, find_invocation
 from ..shell.execution.cwd import OUTSIDE, ShellCwd
-from ..shell.execution.environment import secret_references
+from ..shell.execution.environment import secret_references, unasked_environ
 from ..shell.execution.foreground import wait_foreground
 from ..shell.execution.pty_session import Pty
 from ..shell.execution.runner import Outcome, ShellProcess
@@ -190,7 +190,13 @@ def _jail(ctx: ToolContext):
     if wrap is None:
         raise ToolError("The command was not run: it may run without asking only in the read-only jail, "
                         "and no jail works here now.")
-    return wrap
+    return _as_judged(wrap)
+
+
+def _as_judged(wrap):
+    """`wrap` for a command no person approved: git's variables that would make it read another
+    repository, configuration or program than the classifier judged are left out (environment.py)."""
+    return lambda argv, cwd, env: wrap(argv, cwd, unasked_environ(env))
 
 
 def _unasked(ctx: ToolContext) -> bool:
@@ -227,8 +233,8 @@ def _write_sandbox(command: str, ctx: ToolContext, jailed: bool):
     if not unasked and attachment is None:
         return None, None
     try:
-        return ctx.service(sandbox).wrapper(ctx.permissions.read_denied_paths, unasked=unasked,
-                                            network=attachment), attachment
+        wrap = ctx.service(sandbox).wrapper(ctx.permissions.read_denied_paths, unasked=unasked, network=attachment)
+        return (_as_judged(wrap) if unasked and wrap is not None else wrap), attachment
     except BaseException:
         if attachment is not None:
             attachment.close()

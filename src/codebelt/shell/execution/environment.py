@@ -65,9 +65,15 @@ _SECRET_VALUE = re.compile(
 )
 
 
+# git's configuration from the environment: GIT_CONFIG_KEY_<n> holds a key's name (`http.proxy`),
+# never a secret, and without it git refuses to run at all ("missing config key"); its
+# GIT_CONFIG_VALUE_<n> is judged by its value like any variable.
+_CONFIG_KEY = re.compile(r"GIT_CONFIG_KEY_[0-9]+")
+
+
 def secret_reason(name: str, value: str = "") -> str | None:
     """Why a variable is kept from commands ("name" or "value"), or None when it is not."""
-    if name in _NEVER_SECRET:
+    if name in _NEVER_SECRET or _CONFIG_KEY.fullmatch(name):
         return None
     if _SECRET_NAME.search(name):
         return "name"
@@ -135,11 +141,35 @@ NON_INTERACTIVE = {**NO_EDITOR, **NO_PAGER, "GIT_TERMINAL_PROMPT": "0"}  # git a
 TERMINAL = {**NO_PAGER, "TERM": "xterm-256color"}
 
 
+# git's own variables a command that runs unasked keeps: who commits, codebelt's own editor and
+# pager choices (above), and those that only make git do less. Every other `GIT_*` chooses
+# another repository, index, object store, configuration (`GIT_CONFIG_COUNT`/`KEY_n`/`VALUE_n`,
+# `GIT_CONFIG_GLOBAL`, `GIT_CONFIG_SYSTEM`, `GIT_CONFIG_PARAMETERS`), attribute source, pathspec
+# meaning (`GIT_ICASE_PATHSPECS`), program (`GIT_EXEC_PATH`, `GIT_EXTERNAL_DIFF`,
+# `GIT_SSH_COMMAND`, `GIT_ASKPASS`), protocol or trace file than the ones the classifier's git
+# model reads: the environment's forms of the options it refuses (`--git-dir`, `--work-tree`,
+# `--exec-path`, `--config-env`).
+GIT_KEPT = frozenset({
+    "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL",
+    "GIT_COMMITTER_DATE", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GIT_TERMINAL_PROMPT",
+    "GIT_MERGE_VERBOSITY", "GIT_FLUSH", "GIT_OPTIONAL_LOCKS", "GIT_CONFIG_NOSYSTEM", "GIT_ATTR_NOSYSTEM",
+    "GIT_CEILING_DIRECTORIES",
+})
+
+
+def unasked_environ(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` for a command that runs without a person's approval (the read-only jail, sandboxed
+    auto-allow): without the git variables outside GIT_KEPT, so that git does what the classifier
+    judged — the repository found from the command's directory, its own configuration, git's own
+    programs. A command a person approved keeps them: it runs as in the user's shell."""
+    return {k: v for k, v in env.items() if not k.startswith("GIT_") or k in GIT_KEPT}
+
+
 def for_terminal(env: Mapping[str, str], terminal: bool) -> dict[str, str]:
     """`env` for a command run without a terminal (editors and pagers that never wait), or on
     one (a real terminal type; the user's editors)."""
     return {**env, **(TERMINAL if terminal else NON_INTERACTIVE)}
 
 
-__all__ = ["NON_INTERACTIVE", "TERMINAL", "for_terminal", "is_allowed", "removed_variables", "scrubbed_environ",
-           "secret_reason", "secret_references"]
+__all__ = ["GIT_KEPT", "NON_INTERACTIVE", "TERMINAL", "for_terminal", "is_allowed", "removed_variables",
+           "scrubbed_environ", "secret_reason", "secret_references", "unasked_environ"]
