@@ -87,3 +87,84 @@ def test_classify_revision(rev, kind):
 ])
 def test_git_dash_c_combines(argv, cdir):
     assert parse_git(argv)[2] == cdir
+
+
+# git's environment: under a variable that makes git read another repository, index, object
+# store or configuration, a command's output is no longer bounded by the paths it names.
+ELSEWHERE = {"GIT_DIR": "/elsewhere/.git", "GIT_WORK_TREE": "/elsewhere", "GIT_INDEX_FILE": "/elsewhere/index",
+             "GIT_OBJECT_DIRECTORY": "/elsewhere/objects", "GIT_ALTERNATE_OBJECT_DIRECTORIES": "/elsewhere/objects",
+             "GIT_COMMON_DIR": "/elsewhere/.git", "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_PARAMETERS": "'a.b'='c'",
+             "GIT_CONFIG_GLOBAL": "/elsewhere/cfg", "GIT_CONFIG_SYSTEM": "/elsewhere/cfg",
+             "GIT_ICASE_PATHSPECS": "1", "GIT_NAMESPACE": "n", "GIT_DISCOVERY_ACROSS_FILESYSTEM": "1"}
+
+
+@pytest.mark.parametrize("name", sorted(ELSEWHERE))
+def test_a_git_variable_naming_another_repository_widens_what_a_command_prints(name, repo, monkeypatch):
+    for other in ELSEWHERE:
+        monkeypatch.delenv(other, raising=False)
+    request = [CommandRequest("git diff HEAD~1 -- src/", repo)]
+    assert make_engine(repo, settings=DENY).decide("Bash", request).behavior == "allow"  # control
+    monkeypatch.setenv(name, ELSEWHERE[name])
+    d = make_engine(repo, settings=DENY).decide("Bash", request)
+    assert d.behavior == "ask" and name in d.reason and "Read(./.env)" in d.reason, d.reason
+
+
+@pytest.mark.parametrize("name,value", [("GIT_SSH_COMMAND", "ssh -i k"), ("GIT_ASKPASS", "/x/askpass"),
+                                        ("GIT_AUTHOR_NAME", "a"), ("GIT_CEILING_DIRECTORIES", "/nowhere")])
+def test_git_variables_that_choose_no_repository_change_nothing(name, value, repo, monkeypatch):
+    for other in ELSEWHERE:
+        monkeypatch.delenv(other, raising=False)
+    monkeypatch.setenv(name, value)
+    assert make_engine(repo, settings=DENY).decide("Bash", [CommandRequest("git diff HEAD~1 -- src/", repo)]).behavior == "allow"
+
+
+# The top of the working tree whose paths `git show HEAD:x` names: the classifier's is git's
+# own, by the same discovery (files/gitrepo.py), checked against `git rev-parse --show-toplevel`.
+def _layouts(base: Path) -> dict[str, tuple[Path, dict[str, str]]]:
+    """name -> (the directory git runs in, extra environment)."""
+    out = {}
+    plain = base / "plain"
+    (plain / "sub" / "deeper").mkdir(parents=True)
+    git(plain, "init", "-q")
+    out["in a subdirectory"] = (plain / "sub" / "deeper", {})
+    out["at the top"] = (plain, {})
+    out["below a ceiling"] = (plain / "sub" / "deeper", {"GIT_CEILING_DIRECTORIES": str(plain)})
+    out["a ceiling above the top"] = (plain / "sub", {"GIT_CEILING_DIRECTORIES": str(base)})
+    linked = base / "linked"
+    (linked / "sub").mkdir(parents=True)
+    (linked / ".git").symlink_to(plain / ".git")
+    out["a symlinked .git"] = (linked / "sub", {})
+    gitfile = base / "gitfile"
+    (gitfile / "sub").mkdir(parents=True)
+    (gitfile / ".git").write_text(f"gitdir: {plain / '.git'}\n")
+    out["a gitdir: file"] = (gitfile / "sub", {})
+    (base / "none").mkdir()
+    out["no repository"] = (base / "none", {})
+    if os.geteuid() == 0:
+        theirs = base / "theirs"
+        (theirs / "sub").mkdir(parents=True)
+        git(theirs, "init", "-q")
+        for p in (theirs, theirs / ".git"):
+            os.chown(p, 12345, 12345)
+        out["another user's repository"] = (theirs / "sub", {})
+    return out
+
+
+def test_the_worktree_top_is_the_one_git_finds(tmp_path, monkeypatch):
+    from codebelt.shell.analysis.analyze import _worktree_top
+
+    base = Path(os.path.realpath(tmp_path))
+    for name, (cwd, extra) in _layouts(base).items():
+        for var in ("GIT_CEILING_DIRECTORIES", "GIT_DIR", "GIT_WORK_TREE", "GIT_DISCOVERY_ACROSS_FILESYSTEM"):
+            monkeypatch.delenv(var, raising=False)
+        for k, v in extra.items():
+            monkeypatch.setenv(k, v)
+        r = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=cwd, capture_output=True, text=True,
+                           env={**os.environ, "HOME": str(base)})
+        ours = _worktree_top(cwd)
+        if r.returncode == 0:
+            assert ours == Path(r.stdout.strip()), (name, ours, r.stdout)
+        elif "dubious ownership" in r.stderr:
+            assert ours == cwd.parent, name  # refused by both; its paths would be mapped from its top
+        else:
+            assert ours == cwd, (name, ours, r.stderr)  # git finds none: nothing to map

@@ -25,6 +25,28 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MAX_DEPTH = 256  # directories walked up at most
+# git's own variables that leave the repository, its files and programs as discovery finds
+# them: who commits, the editor and pager, the TLS trust and HTTP limits of its transfers, and
+# those that only make git do less (not the TLS client certificate and key: credentials). Every other
+# `GIT_*` can choose another repository, index, object store, configuration, pathspec meaning or
+# program (shell/execution/environment.py leaves them out of unasked commands).
+GIT_KEPT = frozenset({
+    "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL",
+    "GIT_COMMITTER_DATE", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GIT_TERMINAL_PROMPT",
+    "GIT_MERGE_VERBOSITY", "GIT_FLUSH", "GIT_OPTIONAL_LOCKS", "GIT_CONFIG_NOSYSTEM", "GIT_ATTR_NOSYSTEM",
+    "GIT_CEILING_DIRECTORIES", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH", "GIT_SSL_NO_VERIFY", "GIT_SSL_VERSION",
+    "GIT_SSL_CIPHER_LIST", "GIT_HTTP_USER_AGENT", "GIT_HTTP_LOW_SPEED_LIMIT", "GIT_HTTP_LOW_SPEED_TIME",
+    "GIT_HTTP_MAX_REQUESTS",
+})
+# Of the others, those that change which files, objects or paths git reads (not only which
+# programs it runs): under one, git's output is not bounded by the repository found here.
+GIT_ELSEWHERE = frozenset({
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_REPLACE_REF_BASE", "GIT_SHALLOW_FILE",
+    "GIT_GRAFT_FILE", "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_COUNT", "GIT_CONFIG_PARAMETERS", "GIT_ICASE_PATHSPECS", "GIT_GLOB_PATHSPECS",
+    "GIT_LITERAL_PATHSPECS", "GIT_NOGLOB_PATHSPECS", "GIT_ATTR_SOURCE",
+})
 _GITFILE_MAX = 4096
 
 

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...files.gitrepo import GIT_ELSEWHERE, find_repository
 from . import danger as _danger
 from .parse import Script, SimpleCommand, parse, word_value
 from .git_objects import git_object_reads
@@ -417,6 +418,12 @@ class _Walker:
         found = git_object_reads(argv, is_path)
         if found is None:
             return
+        elsewhere = _git_elsewhere()
+        if elsewhere is not None:
+            # the paths may be another repository's: any file anywhere
+            v.object_reads.append(ObjectRead(f"{found.reason} ({elsewhere} is set: git may read another "
+                                             "repository)", None, Path("/")))
+            return
         paths = None if found.paths is None else [
             Path(os.path.normpath(os.path.join(where if base == "cwd" else top, p))) for base, p in found.paths]
         v.object_reads.append(ObjectRead(found.reason, paths, top))
@@ -627,15 +634,18 @@ class _Walker:
 
 
 def _worktree_top(start: Path) -> Path:
-    """The top of the working tree git finds from `start` (the first directory upward holding a
-    `.git`), or `start` itself when there is none."""
-    p = start
-    while True:
-        if os.path.lexists(p / ".git"):
-            return p
-        if p.parent == p:
-            return start
-        p = p.parent
+    """The top of the working tree git finds from `start`, by git's own discovery (gitrepo: it
+    stops where git stops); `start` itself when there is none. A repository git would refuse
+    keeps its top: git then prints nothing, and its paths are mapped as if it did."""
+    found = find_repository(start)
+    return found.top if found is not None else start
+
+
+def _git_elsewhere() -> str | None:
+    """A variable of codebelt's environment under which git reads another repository, index,
+    object store or configuration than discovery finds (a command a person approved keeps it;
+    an unasked one runs without it)."""
+    return next((k for k in sorted(os.environ) if k in GIT_ELSEWHERE), None)
 
 
 def _glob_too_costly(pattern: str) -> bool:

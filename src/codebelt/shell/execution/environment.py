@@ -32,6 +32,8 @@ import os
 import re
 from typing import Iterable, Mapping
 
+from ...files.gitrepo import GIT_KEPT
+
 _SECRET_NAME = re.compile(
     r"""
       KEY | SECRET | TOKEN | PASSWORD | PASSWD | PASSPHRASE | CREDENTIAL | PRIVATE | WEBHOOK
@@ -141,27 +143,16 @@ NON_INTERACTIVE = {**NO_EDITOR, **NO_PAGER, "GIT_TERMINAL_PROMPT": "0"}  # git a
 TERMINAL = {**NO_PAGER, "TERM": "xterm-256color"}
 
 
-# git's own variables a command that runs unasked keeps: who commits, codebelt's own editor and
-# pager choices (above), and those that only make git do less. Every other `GIT_*` chooses
-# another repository, index, object store, configuration (`GIT_CONFIG_COUNT`/`KEY_n`/`VALUE_n`,
-# `GIT_CONFIG_GLOBAL`, `GIT_CONFIG_SYSTEM`, `GIT_CONFIG_PARAMETERS`), attribute source, pathspec
-# meaning (`GIT_ICASE_PATHSPECS`), program (`GIT_EXEC_PATH`, `GIT_EXTERNAL_DIFF`,
-# `GIT_SSH_COMMAND`, `GIT_ASKPASS`), protocol or trace file than the ones the classifier's git
-# model reads: the environment's forms of the options it refuses (`--git-dir`, `--work-tree`,
-# `--exec-path`, `--config-env`).
-GIT_KEPT = frozenset({
-    "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL",
-    "GIT_COMMITTER_DATE", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GIT_TERMINAL_PROMPT",
-    "GIT_MERGE_VERBOSITY", "GIT_FLUSH", "GIT_OPTIONAL_LOCKS", "GIT_CONFIG_NOSYSTEM", "GIT_ATTR_NOSYSTEM",
-    "GIT_CEILING_DIRECTORIES",
-})
-
-
 def unasked_environ(env: Mapping[str, str]) -> dict[str, str]:
     """`env` for a command that runs without a person's approval (the read-only jail, sandboxed
     auto-allow): without the git variables outside GIT_KEPT, so that git does what the classifier
     judged — the repository found from the command's directory, its own configuration, git's own
-    programs. A command a person approved keeps them: it runs as in the user's shell."""
+    programs. The others choose another repository, index, object store, configuration
+    (`GIT_CONFIG_COUNT`/`KEY_n`/`VALUE_n`, `GIT_CONFIG_GLOBAL`, `GIT_CONFIG_SYSTEM`,
+    `GIT_CONFIG_PARAMETERS`), pathspec meaning, program (`GIT_EXEC_PATH`, `GIT_EXTERNAL_DIFF`,
+    `GIT_SSH_COMMAND`, `GIT_ASKPASS`), protocol or trace file: the environment's forms of the
+    options the classifier refuses (`--git-dir`, `--work-tree`, `--exec-path`, `--config-env`).
+    A command a person approved keeps them: it runs as in the user's shell."""
     return {k: v for k, v in env.items() if not k.startswith("GIT_") or k in GIT_KEPT}
 
 
