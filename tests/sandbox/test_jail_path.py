@@ -108,3 +108,68 @@ def test_path_dirs_binds_no_entry_reached_through_a_writable_root(ws, tmp_path):
     # a loop of links is no directory
     (ws.parent / "loop").symlink_to(ws.parent / "loop")
     assert path_dirs(f"{ws.parent}/loop", None, [ws]) == []
+
+
+# A language server's installation is made readable for it in the jail (helpers.install_dirs:
+# where its link leads, the interpreter its first line names). One found in the workspace (an
+# activated `.venv/bin` on PATH) is the repository's program: it names nothing readable.
+def _script(at: Path, first_line: str) -> None:
+    at.parent.mkdir(parents=True, exist_ok=True)
+    at.write_text(f"{first_line}\nexit 0\n")
+    at.chmod(0o755)
+
+
+SERVERS = {
+    "a link out": lambda ws, out, user: (_script(out / "bin" / "srv", "#!/bin/sh"),
+                                         _link(ws / ".venv" / "bin" / "srv", out / "bin" / "srv"),
+                                         ws / ".venv" / "bin" / "srv")[-1],
+    "its first line names a directory out": lambda ws, out, user: (
+        _script(ws / ".venv" / "bin" / "srv", f"#!{out}/bin/interp"), ws / ".venv" / "bin" / "srv")[-1],
+    "the user's link into the workspace": lambda ws, out, user: (
+        _script(ws / "srv", f"#!{out}/bin/interp"), _link(user / "srv", ws / "srv"), user / "srv")[-1],
+    "a linked directory on the way": lambda ws, out, user: (
+        _script(out / "bin" / "srv", "#!/bin/sh"), _link(ws / "tools", out), ws / "tools" / "bin" / "srv")[-1],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SERVERS))
+def test_a_server_in_the_workspace_names_nothing_readable(name, jail, ws, tmp_path, tmpd):
+    from types import SimpleNamespace
+
+    from codebelt.tools._services import server_profile
+
+    out, token = _outside(tmp_path)
+    program = SERVERS[name](ws, out, tmp_path / "userbin")
+    spec = SimpleNamespace(name="srv", command=str(program), args=(), env={})
+    profile = server_profile(spec, (ws.resolve(), tmpd.resolve()))
+    assert not [p for p in profile.readable if p == out or out in p.parents or p in out.parents], profile.readable
+    r = _helper_run(jail, profile, f"cat {out}/bin/secret.txt {out}/secret.txt; ls {out}/bin", ws)
+    assert token not in r.stdout, r.stdout
+
+
+def test_control_a_server_installed_outside_is_readable_to_it(jail, ws, tmp_path, tmpd):
+    from types import SimpleNamespace
+
+    from codebelt.tools._services import server_profile
+
+    out, token = _outside(tmp_path)
+    _script(out / "bin" / "srv", "#!/bin/sh")
+    spec = SimpleNamespace(name="srv", command=str(out / "bin" / "srv"), args=(), env={})
+    profile = server_profile(spec, (ws.resolve(), tmpd.resolve()))
+    r = _helper_run(jail, profile, f"cat {out}/bin/secret.txt", ws)
+    assert f"bin-{token}" in r.stdout, r.stdout
+
+
+def _helper_run(sb, profile, command: str, cwd: Path):
+    import subprocess
+
+    wrap = sb.helper(profile, [])
+    assert wrap is not None
+    argv, env, preexec, *rest = wrap(["/bin/bash", "-c", command], cwd, dict(os.environ))
+    try:
+        return subprocess.run(argv, cwd=cwd, env=env, preexec_fn=preexec, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60,
+                              start_new_session=True)
+    finally:
+        if rest and rest[0] is not None:
+            rest[0]()

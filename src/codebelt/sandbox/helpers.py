@@ -73,17 +73,26 @@ def helper_env(base: dict[str, str], profile: HelperProfile) -> dict[str, str]:
     return env
 
 
-def install_dirs(program: str | os.PathLike[str]) -> list[Path]:
+def install_dirs(program: str | os.PathLike[str], untrusted: "tuple[Path, ...] | list[Path]" = ()) -> list[Path]:
     """The directories a program's installation lives in, to make readable in the jail: the
     directory it is named in and the one it really is in, the installation prefix above a
     `bin` directory (an interpreter's library, a virtual environment's packages), the outermost
     `node_modules` above it (a Node program loads its packages from there), and the same for
     the interpreter a script's first line names. Never the home directory or a tree that holds
-    it, nor ~/.local as a whole (it keeps other programs' state and keyrings)."""
+    it, nor ~/.local as a whole (it keeps other programs' state and keyrings). A program reached
+    through `untrusted` (the directories a command may write) is the repository's: where its link
+    leads and what its first line names are not followed (it could name ~/.ssh); what it needs
+    inside those directories is visible there anyway."""
+    from .jail import resolved_outside
+
     out: list[Path] = []
-    named = Path(program)
-    real = Path(os.path.realpath(program))
-    out += _with_prefix(named) + _with_prefix(real)
+    named = Path(os.path.abspath(program))
+    out += _with_prefix(named)
+    real_s = resolved_outside(str(named), untrusted, directory=False) if untrusted else os.path.realpath(named)
+    if real_s is None:
+        return [d for d in dict.fromkeys(out) if _not_home_wide(d)]
+    real = Path(real_s)
+    out += _with_prefix(real)
     parts = real.parts
     if "node_modules" in parts:
         out.append(Path(*parts[: parts.index("node_modules") + 1]))
@@ -95,7 +104,9 @@ def install_dirs(program: str | os.PathLike[str]) -> list[Path]:
     if first.startswith(b"#!"):
         words = first[2:].decode("utf-8", "replace").split()
         if words and words[0].startswith("/"):
-            out += _with_prefix(Path(words[0])) + _with_prefix(Path(os.path.realpath(words[0])))
+            interpreter = resolved_outside(words[0], untrusted, directory=False) if untrusted else words[0]
+            if interpreter is not None:
+                out += _with_prefix(Path(words[0])) + _with_prefix(Path(os.path.realpath(interpreter)))
     return [d for d in dict.fromkeys(out) if _not_home_wide(d)]
 
 

@@ -110,10 +110,15 @@ def _inside(path: str, dirs: tuple[str, ...]) -> bool:
     return any(path == d or path.startswith(d + "/") or d == "/" for d in dirs)
 
 
-def _outside_walk(entry: str, avoid: tuple[str, ...]) -> str | None:
-    """The real path of directory `entry`, resolved one component at a time as the kernel does
-    (a link's target read and walked in its place, `..` the parent of where the walk is), or None
-    when a step lands in one of `avoid`, the entry is no directory, or links loop."""
+def resolved_outside(entry: str, avoid: "Iterable[Path | str]", directory: bool = True) -> str | None:
+    """The real path of `entry` (a directory, unless not `directory`), resolved one component at
+    a time as the kernel does (a link's target read and walked in its place, `..` the parent of
+    where the walk is), or None when a step lands in one of `avoid` (where a command may plant a
+    link, or swap a directory for one), it does not exist, or links loop."""
+    return _outside_walk(entry, tuple(str(u).rstrip("/") or "/" for u in avoid), directory)
+
+
+def _outside_walk(entry: str, avoid: tuple[str, ...], directory: bool = True) -> str | None:
     todo = entry.split("/")[::-1]  # a stack: the next component last
     here = ""  # "" is /
     links = 0
@@ -140,7 +145,7 @@ def _outside_walk(entry: str, avoid: tuple[str, ...]) -> str | None:
                 continue
         except OSError:
             return None
-        if not stat.S_ISDIR(mode):
+        if not stat.S_ISDIR(mode) and (directory or todo):
             return None
         here = step
     return here or "/"

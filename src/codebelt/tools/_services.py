@@ -269,7 +269,8 @@ def lsp_manager(ctx: ToolContext) -> LspManager:
     jail = refuse = None
     if confinement != "none":
         def jail(spec):
-            return services.get(sandbox, ctx).helper(server_profile(spec), permissions.read_denied_paths())
+            return services.get(sandbox, ctx).helper(server_profile(spec, (*ctx.workspace.roots, ctx.temp_dir)),
+                                                     permissions.read_denied_paths())
     else:
         def refuse(spec):
             if spec.runs_workspace_programs:
@@ -325,14 +326,21 @@ def checkpoints(ctx: ToolContext) -> Checkpoints | None:
                        use_git=cfg.git_objects)
 
 
-def server_profile(spec) -> HelperProfile:
+def server_profile(spec, untrusted: "tuple[Path, ...]" = ()) -> HelperProfile:
     """A language server in the jail: its installation readable, a scratch of its own for caches,
-    its settings' environment, and a subreaper under Landlock so that it ends with all it started."""
+    its settings' environment, and a subreaper under Landlock so that it ends with all it started.
+    `untrusted`: the directories a command may write (the workspace roots, TMPDIR). A server found
+    there (an activated `.venv/bin` on PATH) is the repository's program: nothing it names or
+    links to is made readable, and no directory reached through them is (the roots are visible
+    anyway)."""
     from ..sandbox.helpers import HelperProfile, install_dirs
+    from ..sandbox.jail import resolved_outside
 
-    readable = install_dirs(spec.command)
+    readable = install_dirs(spec.command, untrusted)
     for arg in spec.args:  # a script or a config file its command line names
         if arg.startswith("/") and os.path.exists(arg):
-            readable += install_dirs(arg) if os.path.isfile(arg) else [Path(arg)]
+            readable += install_dirs(arg, untrusted) if os.path.isfile(arg) else [Path(arg)]
+    if untrusted:
+        readable = [p for p in readable if resolved_outside(str(p), untrusted, directory=False) is not None]
     return HelperProfile(f"lsp-{spec.name}", readable=tuple(dict.fromkeys(readable)), system=True,
                          long_lived=True, env=tuple(spec.env.items()))
