@@ -61,12 +61,13 @@ class JailView:
     """What a jailed command sees: `shows(path)`; `masked(path)` (a Read deny rule or a secret
     of /etc covers it)."""
 
-    def __init__(self, roots: Iterable[Path], is_read_denied: Callable[[Path], bool]):
+    def __init__(self, roots: Iterable[Path], is_read_denied: Callable[[Path], bool], temp_dir: Path | None = None):
         env_path, home = os.environ.get("PATH"), os.environ.get("HOME")
         roots_real = [Path(os.path.realpath(r)) for r in roots]
         self.visible = list(roots_real)
         self.visible += [Path(d) for d in (*SYSTEM_DIRS, "/etc", "/dev", "/proc")]
-        self.visible += path_dirs(env_path, home, roots_real)
+        # as the jail decides them: none reached through a directory a command may write
+        self.visible += path_dirs(env_path, home, [*roots_real, *([Path(os.path.realpath(temp_dir))] if temp_dir else [])])
         self._secrets = [Path(s) for s in SECRETS]
         self._is_read_denied = is_read_denied
 

@@ -257,7 +257,7 @@ def _jail_note(output_tail: str, cwd: Path, ctx: ToolContext) -> str | None:
     """Why a jailed command failed, when the jail is the plausible cause (_jail_note.py)."""
     from ._jail_note import JailView, jail_note
 
-    return jail_note(output_tail, cwd, JailView(ctx.workspace.roots, ctx.permissions.is_read_denied))
+    return jail_note(output_tail, cwd, JailView(ctx.workspace.roots, ctx.permissions.is_read_denied, ctx.temp_dir))
 
 
 def _sandbox_note(output_tail: str, exit_code: int | None, ctx: ToolContext) -> str | None:
