@@ -67,7 +67,8 @@ class JailView:
         self.visible = list(roots_real)
         self.visible += [Path(d) for d in (*SYSTEM_DIRS, "/etc", "/dev", "/proc")]
         # as the jail decides them: none reached through a directory a command may write
-        self.visible += path_dirs(env_path, home, [*roots_real, *([Path(os.path.realpath(temp_dir))] if temp_dir else [])])
+        writable = [*roots_real, *([Path(os.path.realpath(temp_dir))] if temp_dir else [])]
+        self.visible += path_dirs(env_path, home, writable)
         self._secrets = [Path(s) for s in SECRETS]
         self._is_read_denied = is_read_denied
 
