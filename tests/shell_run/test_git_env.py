@@ -161,3 +161,19 @@ def test_sandboxed_auto_allow_runs_without_them_and_an_approved_command_with_the
     assert asked, "the control must be a command a person approved"
     seen = {line.split("=", 1)[0] for line in r.text.splitlines() if line.startswith("GIT_")}
     assert {n for n in REMOVED if secret_reason(n) is None} <= seen, r.text  # (GIT_SSL_KEY: a secret's name)
+
+
+def _seen(text: str) -> set[str]:
+    return {line.split("=", 1)[0] for line in text.splitlines() if line.startswith("GIT_")}
+
+
+def test_in_the_background_and_through_codex_exec_command_too(shell, repos, monkeypatch, make_session):
+    ws, _ = repos
+    _set(monkeypatch, ws, [*REMOVED, *KEPT])
+    s = _session(shell, "bwrap jail")
+    r = s.call("Bash", {"command": "printenv | grep ^GIT_ | sort", "run_in_background": True})
+    out = s.call("TaskOutput", {"task_id": r.data["backgroundTaskId"], "block": True, "timeout": 30_000})
+    assert set(KEPT) <= _seen(out.text) and not _seen(out.text) & set(REMOVED), out.text
+    codex = make_session(profile="codex", settings=SANDBOXES["bwrap jail"], sandbox="bwrap", mode="default")
+    r = codex.call("exec_command", {"cmd": "printenv | grep ^GIT_ | sort", "login": False})
+    assert set(KEPT) <= _seen(r.text) and not _seen(r.text) & set(REMOVED), r.text
