@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -60,17 +61,29 @@ MAX_RESIDENT_STARTS = 8  # resident jails started per session (again after a roo
 PR_SET_CHILD_SUBREAPER = 36
 
 
-class Wrapped(tuple):
-    """(argv, env, preexec[, cleanup]) as every wrapper returns it, and `launch`: None, or a
-    function `launch({fd in the command: fd here})` starting the command in the session's
-    resident jail, returning a Popen-like process (or None when the resident cannot take it)."""
+class Wrapped(Sequence):
+    """(argv, env, preexec) as every wrapper returns it, and `launch`: None, or a function
+    `launch({fd in the command: fd here})` starting the command in the session's resident jail,
+    returning a Popen-like process (or None when the resident cannot take it). The items may
+    be built when first read (`build`): with a resident, most commands never need the one-shot
+    argv, whose paths cost ~0.2 ms to work out."""
 
-    launch = None
-
-    def __new__(cls, items, launch=None):
-        self = super().__new__(cls, items)
+    def __init__(self, items=None, launch=None, build: "Callable[[], tuple] | None" = None):
+        self._items = tuple(items) if items is not None else None
+        self._build = build
         self.launch = launch
-        return self
+
+    def _all(self) -> tuple:
+        if self._items is None:
+            self._items = tuple(self._build())
+            self._build = None
+        return self._items
+
+    def __getitem__(self, index):
+        return self._all()[index]
+
+    def __len__(self) -> int:
+        return 3 if self._items is None else len(self._items)  # known without building them
 
 
 def _stage_source() -> str:
@@ -540,14 +553,17 @@ class Sandbox:
                 readable += python_dirs()
                 inner = [STAGE_PYTHON, "-I", "-S", "-c", _stage_source(), str(self._stage_abi),
                          scratch, *_jail.STAGE_DEVICES, "--", *argv]
-            args = _jail.bwrap_args(list(c.writable_roots), readable, masked, scratch, cwd, system=system,
-                                    markers=profile.markers if profile is not None else ())
-            preexec = self._preexec(pairs, None, install, cgroups=cgroups)
             launch = None
             if resident and profile is None and self._stage_abi:
                 launch = self._resident_launch(readable, scratch, pairs, install, argv, cwd, env, masked)
-            argv = [self.bwrap_path or "bwrap", *args, "--", *inner]
-            return Wrapped((argv, env, preexec), launch)
+
+            def one_shot() -> tuple:
+                args = _jail.bwrap_args(list(c.writable_roots), readable, masked, scratch, cwd, system=system,
+                                        markers=profile.markers if profile is not None else ())
+                return ([self.bwrap_path or "bwrap", *args, "--", *inner], env,
+                        self._preexec(pairs, None, install, cgroups=cgroups))
+
+            return Wrapped(launch=launch, build=one_shot)
         ruleset = self._landlock_ruleset(readable, masked, system)
         subreaper = profile is not None and profile.long_lived
         if not system:

@@ -1,8 +1,9 @@
 """codebelt's side of the resident jail (resident.py): start it once, hand it commands, and give
 the runner a process object for each that behaves like `subprocess.Popen` where the runner uses
-one (`pid`, `poll`, `wait`, `returncode`, `send_signal`), plus `exit_fd`, the pidfd of the
-command's init, readable once it (and with it everything in the command's namespace) has ended:
-the command is not codebelt's child, so its status is the one its init sent before it exited.
+one (`pid`, `poll`, `wait`, `returncode`, `send_signal`), plus `exit_fd`, readable once the
+command's init has sent the command's status (after killing and reaping everything else in the
+command's namespace) or has ended without one: the command is not codebelt's child, so its
+status is the one its init sent.
 
 `pid` is the host pid of the command's init (pid 1 of its namespace), the leader of the process
 group the command runs in: `killpg(pid, …)` reaches the command and what it started, as in any
@@ -28,6 +29,7 @@ from typing import Callable
 
 START_TIMEOUT = 10.0  # the resident's start, and each command's start inside it
 MAX_REQUEST = 1 << 20  # larger requests (a huge environment or mask list) use a one-shot jail
+KILLED_NAMESPACE_WAIT = 5.0  # a killed init's namespace ending (a process in a disk wait delays it)
 
 
 def resident_source() -> str:
@@ -154,6 +156,12 @@ class ResidentJail:
 class JailedProcess:
     """A command started by the resident jail, seen from codebelt."""
 
+    # once its returncode is known nothing it started runs any more (its init killed and reaped
+    # the rest of its namespace first, or the namespace ended with the init): the runner need
+    # not look for what is left in its group (a walk of /proc, ~2 ms), where only the init may
+    # still be exiting
+    leaves_nothing = True
+
     def __init__(self, args: list[str], sock: socket.socket, pidfd: int, pid: int):
         self.args = args
         self.pid = pid
@@ -161,7 +169,9 @@ class JailedProcess:
         self._sock = sock
         self._pidfd = pidfd
         self._lock = threading.Lock()
-        self.exit_fd = pidfd
+        # readable when the init sends the status (nothing of the command runs any more: it killed
+        # and reaped the rest first) or ends without one (killed, with its whole namespace)
+        self.exit_fd = sock.fileno()
 
     @classmethod
     def started(cls, args: list[str], sock: socket.socket) -> "JailedProcess":
@@ -194,13 +204,12 @@ class JailedProcess:
                 raise OSError("the jailed command ended before it started")
 
     def _drain(self, timeout: float | None) -> None:
-        """Wait up to `timeout` for the command's init to end (its pidfd becomes readable once it
-        has, and the namespace with it), then take the status it sent before (never holding the
-        lock while waiting: a signal may be on its way)."""
+        """Wait up to `timeout` for the command's init to send its status or end without one,
+        and take it (never holding the lock while waiting: a signal may be on its way)."""
         with self._lock:
             if self.returncode is not None:
                 return
-            fd = self._pidfd
+            fd = self._sock.fileno()
         try:
             if not select.select([fd], [], [], timeout)[0]:
                 return
@@ -210,9 +219,11 @@ class JailedProcess:
             if self.returncode is not None:
                 return
             status = None
-            while True:
+            while status is None:
                 try:
                     msg = self._sock.recv(64)
+                except BlockingIOError:
+                    return  # read by another waiter: it sets the outcome
                 except OSError:
                     break
                 if not msg:
@@ -221,8 +232,14 @@ class JailedProcess:
                     try:
                         status = os.waitstatus_to_exitcode(int(msg[7:]))
                     except ValueError:
-                        pass  # not a wait status: as if the init had said nothing
-            # no word from it at all: it was killed, and the command with it
+                        break  # not a wait status: as if the init had said nothing
+            if status is None:
+                # no word from it at all: it was killed, and its namespace ends with it — done
+                # once its pidfd says it has exited (the kernel's ending of the rest comes first)
+                try:
+                    select.select([self._pidfd], [], [], KILLED_NAMESPACE_WAIT)
+                except (OSError, ValueError):
+                    pass
             self.returncode = status if status is not None else -signal.SIGKILL
             os.close(self._pidfd)
             self._sock.close()

@@ -223,11 +223,10 @@ class ShellProcess:
             argv = [*self.shell, "-c", script]
         else:
             argv = [bash, "-c", script]
-        env, preexec, inherited, launch = self.env, None, (), None
+        wrapped, inherited, launch = (argv, self.env, None), (), None
         original = argv
         if self.wrap is not None:
-            wrapped = self.wrap(argv, self.cwd, env)
-            argv, env, preexec = wrapped[:3]
+            wrapped = self.wrap(argv, self.cwd, self.env)
             self._cleanup = wrapped[3] if len(wrapped) > 3 else None
             inherited = tuple(wrapped[4]) if len(wrapped) > 4 else ()
             launch = getattr(wrapped, "launch", None) if not inherited else None
@@ -240,8 +239,10 @@ class ShellProcess:
             # without a handler does not reach.
             launch = None
         if stdio is not None:
+            argv, env, preexec = wrapped[:3]
             argv = stdio.argv(list(argv), original)
             preexec = _chain(stdio.preexec(argv != original), preexec)
+            wrapped = (argv, env, preexec)
             stdin, stdout, stderr = stdio.child_fds(self.spool_path)
         else:
             self._spool_fd = os.open(self.spool_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o600)
@@ -252,18 +253,18 @@ class ShellProcess:
             # From a thread that outlives the command (procs.spawn): a sandbox that dies with
             # its parent would otherwise die with whichever worker thread started it.
             fds = {1: spool_fd, 2: spool_fd, **({cwd_w: cwd_w} if cwd_w >= 0 else {})}
-            self.proc = procs.spawn(lambda: (launch and launch(fds)) or subprocess.Popen(
-                argv,
-                cwd=self.cwd,
-                env=env,
-                stdin=stdin,
-                stdout=stdout,
-                stderr=stderr,
-                start_new_session=True,
-                close_fds=True,
-                pass_fds=((cwd_w,) if cwd_w >= 0 else ()) + inherited,
-                preexec_fn=preexec,
-            ))
+
+            def one_shot() -> subprocess.Popen:
+                # the wrapper's own argv (a one-shot sandbox, or none): read only when the
+                # resident does not take the command, since working it out costs
+                argv, env, preexec = wrapped[:3]
+                return subprocess.Popen(argv, cwd=self.cwd, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
+                                        start_new_session=True, close_fds=True,
+                                        pass_fds=((cwd_w,) if cwd_w >= 0 else ()) + inherited, preexec_fn=preexec)
+
+            # the resident's launch starts no child of ours (it asks a process that runs): from
+            # this thread, sparing two hand-offs to the spawning thread
+            self.proc = (launch and launch(fds)) or procs.spawn(one_shot)
         except OSError as e:
             self._run_cleanup()
             if stdio is not None:
@@ -475,7 +476,8 @@ class ShellProcess:
         # stopped: nothing outlives the command that started it. The common case (nothing
         # left) costs one killpg(0); otherwise a thread runs the kill ladder, so the result
         # does not wait for the grace period.
-        leftovers = procs.group_alive(self.pid) or (reason is not None and bool(self.marker))
+        leftovers = ((not getattr(self.proc, "leaves_nothing", False) and procs.group_alive(self.pid))
+                     or (reason is not None and bool(self.marker)))
         self.exited.set()
         for callback in list(self.on_exit):
             try:
