@@ -81,6 +81,38 @@ def test_exec_command_obeys_the_decisions_confinement(ws, tmp_path):
             assert ("visible outside the jail" in text) is visible, (confinement, text)
 
 
+@pytest.mark.parametrize("login", [False, True])
+@pytest.mark.parametrize("long", [False, True], ids=["short", "long"])
+def test_a_jailed_exec_command_without_a_terminal_runs_in_the_resident_jail(ws, monkeypatch, login, long):
+    """As a jailed Bash command does (a one-shot jail costs ~30 ms more); a command too long for
+    one argument is read by the shell from its script file, also after `-l`."""
+    from codebelt.permissions.decision import Decision
+    from codebelt.sandbox import residency
+    from codebelt.sandbox.manager import TRUE
+    from codebelt.shell.execution.runner import MAX_ARGV_SCRIPT
+    from codebelt.tools.exec_command import ExecCommand, ExecCommandInput
+
+    taken = []
+    started = residency.JailedProcess.started.__func__
+    monkeypatch.setattr(residency.JailedProcess, "started",
+                        classmethod(lambda cls, *a: taken.append(a[0]) or started(cls, *a)))
+    with Session(ws, profile="codex", load_user_settings=False, audit=False) as s:
+        sb = s.sandbox()
+        if sb.jail.backend != "bwrap" or not sb._stage_abi:
+            pytest.skip(f"no resident jail here: {sb.jail.reason}")
+        ctx = s.context("exec_command")
+        ctx.decision = Decision("allow", "x", "read-only", confinement="jail")
+        cmd = "echo ran in $(cat /proc/1/comm)" + (f" # {'x' * MAX_ARGV_SCRIPT}" if long else "")
+        text = ExecCommand().run(ExecCommandInput(cmd=cmd, login=login), ctx).text
+    assert "ran in" in text, text
+    if sb._resident_failed:
+        pytest.skip(f"no resident jail here: {sb._resident_failed}")
+    commands = [argv for argv in taken if argv != [TRUE]]  # not the resident's start-up probe
+    # a long command's script directory is not in the resident's view: a one-shot jail reads it
+    assert bool(commands) is not long, taken
+    assert ("ran in python" in text) is not long, text  # pid 1 is the resident's init, or bwrap
+
+
 def test_exec_command_confined_to_a_jail_that_does_not_work_is_refused(ws, tmp_path):
     from codebelt.permissions.decision import Decision
     from codebelt.tool import ToolError

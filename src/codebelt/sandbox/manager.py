@@ -534,9 +534,13 @@ class Sandbox:
         readable = list(profile.readable) if profile is not None else []
         if system:
             readable += self._readable_extra(env)
+        script_dir = False
         if profile is None:
-            # a long command is read by bash from a script file in the spool directory
-            readable += [Path(a).parent for a in argv[1:2] if a.startswith("/") and os.path.isfile(a)]
+            # a long command is read by bash from a script file in the spool directory: the
+            # last argument, after the shell and its options (`bash FILE`, `bash -l FILE`)
+            if len(argv) > 1 and argv[-2] != "-c" and argv[-1].startswith("/") and os.path.isfile(argv[-1]):
+                readable.append(Path(argv[-1]).parent)
+                script_dir = True
         # bwrap must fork its sandbox: its pid namespace ends whatever the helper starts instead
         no_processes = profile is not None and profile.no_processes and backend not in ("bwrap", "jail-bwrap")
         sockets = self._socket_filter(backend, jailed=True, no_processes=no_processes)
@@ -554,7 +558,9 @@ class Sandbox:
                 inner = [STAGE_PYTHON, "-I", "-S", "-c", _stage_source(), str(self._stage_abi),
                          scratch, *_jail.STAGE_DEVICES, "--", *argv]
             launch = None
-            if resident and profile is None and self._stage_abi:
+            # not a command with its script's directory to show: the resident's view is fixed at
+            # its start, and would keep that directory for every later command
+            if resident and profile is None and self._stage_abi and not script_dir:
                 launch = self._resident_launch(readable, scratch, pairs, install, argv, cwd, env, masked)
 
             def one_shot() -> tuple:

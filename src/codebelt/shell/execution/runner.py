@@ -232,11 +232,10 @@ class ShellProcess:
             launch = getattr(wrapped, "launch", None) if not inherited else None
         stdio = self.stdio
         spool_fd = -1
-        if stdio is not None or self.shell:
-            # A terminal or pipes of our own, or a Codex session (interrupted by writing Ctrl-C):
-            # the one-shot jail's arguments. The resident's launch takes only the spool for the
-            # output, and starts the command as its namespace's pid 1, which an interrupt
-            # without a handler does not reach.
+        if stdio is not None:
+            # A terminal or pipes of our own: the one-shot jail's arguments. A terminal must be
+            # the command's controlling terminal, in a session of its own, which only a process
+            # codebelt starts itself can be given; the resident's launch takes the spool.
             launch = None
         if stdio is not None:
             argv, env, preexec = wrapped[:3]
