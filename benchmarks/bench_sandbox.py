@@ -218,6 +218,12 @@ def main() -> int:
         verdict = "" if aim is None else (f"<{aim:g} ms " + ("ok" if added < aim else "MISSED"))
         print(f"{name:<20} {min(ts):>7.2f} {med:>10.2f} {p90:>8.2f} {med - base:>9.2f} {med / base:>5.1f}x "
               f"{med - direct:>8.2f} {med / direct:>7.1f}x {verdict:>12}")
+    if "jail-bwrap" in times:
+        med = statistics.median(times["jail-bwrap"])
+        ratio = med / direct
+        print(f"\nresident jail: {med - direct:+.2f} ms over the command's own time (aim <= 2 ms: "
+              f"{'ok' if med - direct <= 2 else 'MISSED'}), {ratio:.2f}x it (aim <= 1.5x: "
+              f"{'ok' if ratio <= 1.5 else 'MISSED'})")
     for line in skipped:
         print(line)
     return 0

@@ -1,0 +1,134 @@
+"""Where a command's time goes in the resident jail, step by step: codebelt's wrap (the masks and
+readable directories of the moment), the hand-off to the zygote, each step of the zygote's
+set-up, the command itself, and the hand-off of its status back — beside the same command
+spawned plainly, interleaved.
+
+The steps are timed by CLOCK_MONOTONIC (one clock for every pid namespace) at markers put into
+the resident's source for this run only; the zygote sends them with the command's status. A
+marker whose line is gone from resident.py stops the run with its name (update ANCHORS).
+
+    .venv/bin/python benchmarks/bench_jail_steps.py [--rounds 80] [--gap 0.02] [--command true]
+
+`--gap`: seconds between rounds (an agent's think time; 0 makes each request wait for the next
+zygote). On a loaded machine run it under `chrt -f 10` to see the steps without the wait for a
+CPU (every process it starts inherits the policy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from codebelt.sandbox import Sandbox, SandboxConfig, residency
+
+# (the line a marker goes before, the name of the step that ends there)
+ANCHORS = [
+    ('    os.write(note, b"t")', "request read"),
+    ("    status = socket.socket(fileno=fds[0])", "resident told"),
+    ("    pidfd = os.pidfd_open(os.getpid())", "request parsed"),
+    ("    os.close(pidfd)\n    init(", "pid sent to codebelt"),
+    ("    close_all_but({0, *targets, status.fileno()", "descriptors placed"),
+    ('        for path in req["masks"]:', "rest closed"),
+    ('        os.chdir(req["cwd"])', "masks mounted"),
+    ('        if req["abi"]:\n            if layer', "cwd, capabilities dropped"),
+    ("            layer.restrict()", "outputs in the write layer"),
+    ('    argv = req["argv"]\n', "Landlock restricted"),
+    ('    null = os.open("/dev/null", os.O_RDWR)\n    for n in (0, 1, 2):', "command spawned"),
+]
+REAPED = "        if pid == command.pid:\n"
+
+
+def traced_source(source: str) -> str:
+    source = source.replace("import ctypes\n", "import ctypes\nimport time as _time\n_T = []\n", 1)
+    for anchor, name in ANCHORS:
+        if anchor not in source:
+            raise SystemExit(f"resident.py changed: no line for the marker {name!r} ({anchor.strip()!r})")
+        indent = anchor[:len(anchor) - len(anchor.lstrip())]
+        source = source.replace(anchor, f"{indent}_T.append(_time.monotonic_ns())\n{anchor}", 1)
+    if REAPED not in source:
+        raise SystemExit("resident.py changed: no line for the marker 'command reaped'")
+    return source.replace(REAPED, REAPED + "            _T.append(_time.monotonic_ns())\n"
+                          "            _say(status, b'steps ' + b','.join(b'%d' % t for t in _T))\n", 1)
+
+
+def wait_with_steps(proc: residency.JailedProcess) -> tuple[int, list[int], int]:
+    """The command's status, the zygote's timestamps, and when codebelt heard the status."""
+    select.select([proc.exit_fd], [], [])
+    heard = time.monotonic_ns()
+    proc._sock.setblocking(True)
+    steps: list[int] = []
+    while True:
+        msg = proc._sock.recv(4096)
+        if msg.startswith(b"steps "):
+            steps = [int(x) for x in msg[6:].split(b",")]
+        elif msg.startswith(b"status ") or not msg:
+            break
+    proc.returncode = 0
+    os.close(proc._pidfd)
+    proc._sock.close()
+    return int(msg[7:]) if msg else -9, steps, heard
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=80)
+    ap.add_argument("--gap", type=float, default=0.02)
+    ap.add_argument("--command", default="true", help="what bash -c runs")
+    args = ap.parse_args()
+    original = residency.resident_source
+    residency.resident_source = lambda: traced_source(original())
+    argv = ["/bin/bash", "-c", args.command]
+    null = os.open(os.devnull, os.O_WRONLY)
+    names = ["wrap (codebelt)", "to the zygote", *(name for _, name in ANCHORS[1:]), "command ran and reaped",
+             "status to codebelt"]
+    rows: list[list[float]] = []
+    direct: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="bench-jail-steps-") as d:
+        ws, tmp = Path(d, "ws"), Path(d, "tmp")
+        ws.mkdir()
+        tmp.mkdir()
+        sb = Sandbox(config=SandboxConfig((ws,), tmp, mode="bwrap"))
+        try:
+            wrap = sb.jail_wrapper()
+            for i in range(args.rounds + 5):
+                time.sleep(args.gap)
+                t0 = time.perf_counter_ns()
+                subprocess.run(argv, cwd=ws, stdin=subprocess.DEVNULL, stdout=null, stderr=null, check=True)
+                t1 = time.perf_counter_ns()
+                start = time.monotonic_ns()
+                wrapped = wrap(argv, ws, dict(os.environ))
+                wrapped_at = time.monotonic_ns()
+                if wrapped.launch is None or (proc := wrapped.launch({1: null, 2: null})) is None:
+                    raise SystemExit(f"no resident jail here: {sb._resident_failed or sb.jail.reason}")
+                status, steps, heard = wait_with_steps(proc)
+                if status != 0 or len(steps) != len(ANCHORS) + 1:
+                    raise SystemExit(f"the command failed in the jail (status {status})")
+                if i >= 5:  # the resident's start and first zygotes
+                    marks = [start, wrapped_at, *steps, heard]
+                    rows.append([(b - a) / 1e6 for a, b in zip(marks, marks[1:])] + [(heard - start) / 1e6])
+                    direct.append((t1 - t0) / 1e6)
+        finally:
+            sb.close()
+    print(f"`{' '.join(argv)}` in the resident jail, {args.rounds} rounds, {args.gap} s apart; "
+          f"load average {os.getloadavg()[0]:.1f}\n")
+    print(f"{'step':<32} {'min ms':>7} {'median ms':>10}")
+    for k, name in enumerate([*names, "in all"]):
+        column = [r[k] for r in rows]
+        print(f"{name:<32} {min(column):>7.3f} {statistics.median(column):>10.3f}")
+    spawned = [r[names.index("command spawned")] + r[names.index("command ran and reaped")] for r in rows]
+    total = [r[-1] for r in rows]
+    over = [t - c for t, c in zip(total, spawned)]
+    print(f"{'the same, spawned plainly':<32} {min(direct):>7.3f} {statistics.median(direct):>10.3f}")
+    print(f"\nthe jail's own part (all but spawning and running the command): median "
+          f"{statistics.median(over):.3f} ms, min {min(over):.3f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
