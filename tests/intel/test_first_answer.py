@@ -257,3 +257,56 @@ def test_a_module_reached_through_a_linked_directory_is_not_read(tmp_path):
     finally:
         s.gate.set()
         s.index.close()
+
+
+
+# Answers that rest on every file, asked while a refresh is due: (cursor or query, files written
+# before the call, what the answer must hold once the refresh has run).
+EVERY_FILE = {
+    "findReferences": (("main.py", 5, 12), None, {"other.py": "from shapes import Square\n"},
+                       [("main.py", 1), ("main.py", 5), ("other.py", 1), ("shapes.py", 1)]),
+    "workspaceSymbol": (None, "Square", {"other.py": "class Square:\n    pass\n"}, [("other.py", 1), ("shapes.py", 1)]),
+    "goToImplementation": (("main.py", 5, 12), None, {"other.py": "class Square:\n    pass\n"},
+                           [("other.py", 1), ("shapes.py", 1)]),
+}
+
+
+@pytest.mark.parametrize("name", list(EVERY_FILE))
+def test_an_answer_that_rests_on_every_file_is_computed_once(tmp_path, name, monkeypatch):
+    """It waits for the refresh and is computed then, once: the attempt from the store stops
+    where it first reads beyond a list of files instead of computing an answer it throws away.
+    Counted: the reads of the whole index that went on to compute something, against the same
+    call on the settled index."""
+    cursor, query, changes, expected = EVERY_FILE[name]
+    root = tmp_path / "ws"
+    write(root, {"main.py": MAIN, "shapes.py": SHAPES})
+    computed: list[int] = []
+    real = CodeIndex._reading_everything
+
+    def counted(self):
+        real(self)  # raises when the answer from the store is to stop here
+        computed.append(1)
+
+    monkeypatch.setattr(CodeIndex, "_reading_everything", counted)
+    s = Session(root, tmp_path / "cache")
+    try:
+        s.gate.set()
+        s.index.refresh()
+        write(root, changes)
+        s.index.mark_stale()  # a tool wrote: a refresh is due
+        if query is None:
+            rel, line, character = cursor
+            params, path = LSPInput(operation=name, filePath=rel, line=line, character=character), root / rel
+        else:
+            params, path = LSPInput(operation="workspaceSymbol", query=query), None
+        answer = _from_index(s.index, params, path, 10)
+        assert s.waits, "it waited for the refresh"
+        got = answer.locations if name == "findReferences" else answer.symbols
+        assert sorted({(x.path.relative_to(root).as_posix(), x.line) for x in got}) == expected
+        while_due, computed[:] = len(computed), []
+        assert s.index.settled()
+        _from_index(s.index, params, path, 10)
+        assert while_due == len(computed) >= 1
+    finally:
+        s.gate.set()
+        s.index.close()

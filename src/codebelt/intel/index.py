@@ -109,6 +109,12 @@ class _Reads:
     everything: bool = False
 
 
+class _RestsOnEverything(Exception):
+    """Raised inside an answer computed from the store once it reads beyond a list of files:
+    that answer would be thrown away, so it stops there instead of being computed in full
+    before the refresh and again after it."""
+
+
 class _SeenPaths:
     """The indexed paths as an answer from the store sees them: `in` answers for the path as it
     is on disk now; going through them all means the answer rests on every path."""
@@ -276,7 +282,7 @@ class CodeIndex:
             reads = self._local.reads = _Reads(int(row[0]) if row else None)
             try:
                 result = answer()
-            except IntelError:
+            except (IntelError, _RestsOnEverything):
                 return None  # asked again the usual way, which says what is wrong
         finally:
             self._local.reads = self._local.generation = None
@@ -330,16 +336,16 @@ class CodeIndex:
         syms = []
         if len(reads.fresh) >= MAX_FRESH:
             reads.everything = True  # too much has changed: the refresh is the way
-        else:
-            p = self.root / rel
-            lang = language_for(rel)
-            if lang is not None and self._listable(rel, _stat(str(p))):
-                try:
-                    facts = extract(self._read(p), lang)
-                    syms = [Symbol(n, k, p, line, ch, end, cont, sig)
-                            for n, k, line, ch, end, cont, sig in facts.symbols]
-                except Exception:  # noqa: BLE001 - as indexing it would: a file without symbols
-                    syms = []
+            raise _RestsOnEverything()
+        p = self.root / rel
+        lang = language_for(rel)
+        if lang is not None and self._listable(rel, _stat(str(p))):
+            try:
+                facts = extract(self._read(p), lang)
+                syms = [Symbol(n, k, p, line, ch, end, cont, sig)
+                        for n, k, line, ch, end, cont, sig in facts.symbols]
+            except Exception:  # noqa: BLE001 - as indexing it would: a file without symbols
+                syms = []
         reads.fresh[rel] = syms
         return syms
 
@@ -355,7 +361,8 @@ class CodeIndex:
         any file (a list of files is checked file by file instead: `_current`)."""
         reads = getattr(self._local, "reads", None)
         if reads is not None:
-            reads.everything = True
+            reads.everything = True  # stays set should a caller swallow the exception
+            raise _RestsOnEverything()
 
     def refresh(self) -> RefreshStats:
         """Bring the index up to date with the files on disk; returns what it did."""
