@@ -13,19 +13,16 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
-from dataclasses import dataclass, field
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from scripted_http import NOT_FOUND, ScriptedServer, sse  # noqa: E402
+from scripted_http import NOT_FOUND, ScriptedAPI, sse  # noqa: E402
 
 # The prompt of every recording: requests whose first user turn carries it are the main
 # conversation; anything else Claude Code asks a model (titles, summaries) gets a short answer.
-# A step asked for again and again means the conversation is not moving on: end it.
-MAX_REPEATS = 4
 PROMPT = "codebelt compatibility recording: run the scripted tool calls."
 
 
@@ -73,35 +70,17 @@ def _is_main(request: dict[str, Any]) -> bool:
 _ids = itertools.count(1)
 
 
-class MockMessagesAPI:
-    """`with MockMessagesAPI(steps) as api:` … `api.base_url`, then `api.recording`.
+TurnOf = list[tuple[str, dict[str, Any]]]
+
+
+class MockMessagesAPI(ScriptedAPI[TurnOf]):
+    """`with MockMessagesAPI(steps, resolve) as api:` … `api.base_url`, then `api.recording`.
 
     `steps` is a list of turns, each a list of (tool name, input) pairs sent as one assistant
-    message."""
+    message; `resolve` fills in a turn's inputs from what earlier steps returned (a task id)."""
 
-    def __init__(self, steps: list[list[tuple[str, dict[str, Any]]]],
-                 resolve: Callable[[int, list[tuple[str, dict[str, Any]]], Recording], list[tuple[str, dict[str, Any]]]] | None = None):
-        """`resolve(step, turn, recording)`, when given, fills in a turn's inputs from what
-        earlier steps returned (a task id) just before the turn is sent."""
-        self.steps = steps
-        self.resolve = resolve
-        self.recording = Recording()
-        self._lock = threading.Lock()
-        self._asked: dict[int, int] = {}
-        self._server: ScriptedServer | None = None
-
-    @property
-    def base_url(self) -> str:
-        assert self._server is not None
-        return self._server.base_url
-
-    def __enter__(self) -> "MockMessagesAPI":
-        self._server = ScriptedServer(self._http).__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.__exit__(*exc)
+    def __init__(self, steps: list[TurnOf], resolve: Callable[[int, TurnOf, Recording], TurnOf] | None = None):
+        super().__init__(steps, resolve, Recording())
 
     def _http(self, path: str, request: Any, headers: dict[str, str]) -> tuple[int, bytes, str]:
         if path.endswith("/count_tokens"):
@@ -140,18 +119,10 @@ class MockMessagesAPI:
                 else:
                     self.recording.trailing.append(content)
         with self._lock:
-            self._asked[step] = self._asked.get(step, 0) + 1
-            looping = self._asked[step] > MAX_REPEATS
-            if looping and self._asked[step] == MAX_REPEATS + 1:
-                self.recording.errors.append(f"step {step} was asked for {MAX_REPEATS} times: stopping")
+            looping = self._looping(step)
         if step < len(self.steps) and not looping:
             with self._lock:
-                turn = self.recording.sent.get(step)
-                if turn is None:
-                    turn = self.steps[step]
-                    if self.resolve is not None:
-                        turn = self.resolve(step, turn, self.recording)
-                    self.recording.sent[step] = turn
+                turn = self._turn(step)
             blocks = [
                 {"type": "tool_use", "id": tool_use_id(step) + (f"_{i}" if i else ""), "name": name, "input": data}
                 for i, (name, data) in enumerate(turn)

@@ -35,13 +35,10 @@ import argparse
 import fnmatch
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from npm_release import cache_dir, install  # noqa: E402
+from recording import case_dir, done_with, record_all, run, write_goldens  # noqa: E402
 from mock_api import PROMPT, MockMessagesAPI, Recording  # noqa: E402
 
 from tests.compat import harness  # noqa: E402
@@ -89,10 +87,8 @@ def _env(base: Path, api: str) -> dict[str, str]:
 
 
 def record_case(binary: Path, case: harness.Case, keep: bool, options: tuple[str, ...] = ()) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    base = Path(tempfile.mkdtemp(prefix="cc-record-"))  # the workspace and everything private to the run
+    base = case_dir("cc-record-", ("home", "config", "tmp"))  # the workspace and everything private to the run
     ws = base / "ws"
-    for d in ("home", "config", "tmp"):
-        (base / d).mkdir()
     harness.build_workspace(case.workspace, ws)
     ws_path = str(ws)
     before = harness.snapshot(ws)
@@ -112,22 +108,10 @@ def record_case(binary: Path, case: harness.Case, keep: bool, options: tuple[str
 
     started = time.monotonic()
     with MockMessagesAPI(steps, resolve) as api:
-        proc = subprocess.Popen(
+        code, stdout, stderr = run(
             [str(binary), "-p", PROMPT, "--dangerously-skip-permissions", "--output-format", "stream-json",
              "--verbose", "--allowedTools", "Glob,Grep", *options],
-            cwd=ws, env=_env(base, api.base_url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )
-        try:
-            stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            stdout, stderr = proc.communicate()
-            stderr += f"\n[recorder: killed after {RUN_TIMEOUT_S} s]"
-        try:  # nothing Claude Code started outlives the case
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+            ws, _env(base, api.base_url), RUN_TIMEOUT_S)
         recording = api.recording
     if keep:
         (base / "stream.jsonl").write_text(stdout)
@@ -139,7 +123,7 @@ def record_case(binary: Path, case: harness.Case, keep: bool, options: tuple[str
         entry: dict[str, Any] = {"tool": tool, "input": data}
         reply = recording.replies.get(i)
         if sent is None or reply is None:
-            entry["missing"] = f"no reply (claude exit code {proc.returncode}): {stderr.strip()[-500:]}"
+            entry["missing"] = f"no reply (claude exit code {code}): {stderr.strip()[-500:]}"
         else:
             entry.update(harness.result_of(reply, ws_path, tasks))
         calls.append(entry)
@@ -147,10 +131,7 @@ def record_case(binary: Path, case: harness.Case, keep: bool, options: tuple[str
     if recording.trailing:
         out["after"] = [[harness.normalise_block(b, ws_path, tasks) for b in reply] for reply in recording.trailing]
     out["seconds"] = round(time.monotonic() - started, 1)
-    if not keep:
-        shutil.rmtree(base, ignore_errors=True)
-    else:
-        out["kept"] = str(base)
+    done_with(base, keep, out)
     return out, recording.tools
 
 
@@ -175,31 +156,14 @@ def main(argv: list[str] | None = None) -> int:
         cases = [c for c in cases if any(fnmatch.fnmatch(c.id, p) for p in args.only)]
     print(f"Claude Code {version} ({release.profile}): recording {len(cases)} cases with {args.jobs} jobs", file=sys.stderr)
 
-    results: dict[str, dict[str, Any]] = {}
-    tools: list[dict[str, Any]] = []
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        options = _options(binary)
-        futures = {pool.submit(record_case, binary, c, args.keep, options): c for c in cases}
-        for fut, case in futures.items():
-            out, case_tools = fut.result()
-            results[case.id] = out
-            tools = tools or case_tools
-            missing = sum(1 for c in out["calls"] if "missing" in c)
-            print(f"  {case.id}: {out['seconds']}s{' — MISSING ' + str(missing) if missing else ''}", file=sys.stderr)
+    options = _options(binary)
+    results, tools = record_all(cases, lambda c: record_case(binary, c, args.keep, options), args.jobs)
 
     release.goldens_dir.mkdir(parents=True, exist_ok=True)
-    for group in sorted({c.group for c in cases}):
-        path = harness.golden_path(group, release)
-        kept = json.loads(path.read_text())["cases"] if path.exists() and args.only else {}
-        known = {c.name for c in harness.load_cases([group], release)}
-        merged = {k: v for k, v in kept.items() if k in known}
-        for c in cases:
-            if c.group == group:
-                entry = dict(results[c.id])
-                entry.pop("seconds", None)
-                merged[c.name] = entry
-        doc = {"claude_code": version, "cases": dict(sorted(merged.items()))}
-        path.write_text(json.dumps(doc, indent=1, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
+    write_goldens(cases, results, {"claude_code": version},
+                  golden_path=lambda group: harness.golden_path(group, release),
+                  known=lambda group: {c.name for c in harness.load_cases([group], release)},
+                  partial=bool(args.only))
     if tools:
         kept_tools = {t["name"]: {"description": t.get("description"), "input_schema": t.get("input_schema")}
                       for t in tools if t.get("name") in TOOLS_KEPT}

@@ -16,16 +16,14 @@ from __future__ import annotations
 import itertools
 import json
 import sys
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from scripted_http import NOT_FOUND, ScriptedServer, sse  # noqa: E402
+from scripted_http import NOT_FOUND, ScriptedAPI, sse  # noqa: E402
 
 CUSTOM_TOOLS = ("apply_patch",)
-MAX_REPEATS = 4
 CALL_TYPES = ("function_call", "custom_tool_call")
 OUTPUT_TYPES = ("function_call_output", "custom_tool_call_output")
 
@@ -47,32 +45,16 @@ class Recording:
 _ids = itertools.count(1)
 
 
-class MockResponsesAPI:
+class MockResponsesAPI(ScriptedAPI[tuple[str, Any]]):
     """`with MockResponsesAPI(steps, resolve) as api:` … `api.base_url` (ends in /v1), then
     `api.recording`. `steps`: (tool name, input) per turn; `resolve(step, call, recording)`
     fills a call's placeholders from what earlier steps returned, just before it is sent."""
 
+    base_path = "/v1"
+
     def __init__(self, steps: list[tuple[str, Any]],
                  resolve: Callable[[int, tuple[str, Any], Recording], tuple[str, Any]] | None = None):
-        self.steps = steps
-        self.resolve = resolve
-        self.recording = Recording()
-        self._lock = threading.Lock()
-        self._asked: dict[int, int] = {}
-        self._server: ScriptedServer | None = None
-
-    @property
-    def base_url(self) -> str:
-        assert self._server is not None
-        return self._server.base_url + "/v1"
-
-    def __enter__(self) -> "MockResponsesAPI":
-        self._server = ScriptedServer(self._http).__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.__exit__(*exc)
+        super().__init__(steps, resolve, Recording())
 
     def _http(self, path: str, request: Any, headers: dict[str, str]) -> tuple[int, bytes, str]:
         if not path.endswith("/responses"):
@@ -101,20 +83,11 @@ class MockResponsesAPI:
                     self.recording.outputs[step] = item.get("output")
                     self.recording.kinds[step] = item["type"]
             step = sum(1 for i in items if i.get("type") in CALL_TYPES)
-            self._asked[step] = self._asked.get(step, 0) + 1
-            looping = self._asked[step] > MAX_REPEATS
-            if looping and self._asked[step] == MAX_REPEATS + 1:
-                self.recording.errors.append(f"step {step} was asked for {MAX_REPEATS} times: stopping")
+            looping = self._looping(step)
             if step >= len(self.steps) or looping:
                 return [{"type": "message", "role": "assistant", "id": f"msg_{step}", "status": "completed",
                          "content": [{"type": "output_text", "text": "done", "annotations": []}]}]
-            sent = self.recording.sent.get(step)
-            if sent is None:
-                sent = self.steps[step]
-                if self.resolve is not None:
-                    sent = self.resolve(step, sent, self.recording)
-                self.recording.sent[step] = sent
-        name, data = sent
+            name, data = self._turn(step)
         if name in CUSTOM_TOOLS:
             return [{"type": "custom_tool_call", "id": f"ctc_{step}", "status": "completed", "call_id": call_id(step),
                      "name": name, "input": data}]

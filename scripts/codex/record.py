@@ -31,13 +31,8 @@ import fnmatch
 import json
 import os
 import re
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from npm_release import cache_dir, install  # noqa: E402
+from recording import case_dir, done_with, record_all, run, write_goldens  # noqa: E402
 from mock_responses import MockResponsesAPI, Recording  # noqa: E402
 
 from tests.compat import codex_harness as ch  # noqa: E402
@@ -110,10 +106,8 @@ def _env(base: Path) -> dict[str, str]:
 
 
 def record_case(launcher: Path, catalog: dict[str, Any], case: ch.Case, keep: bool) -> tuple[dict[str, Any], list]:
-    base = Path(tempfile.mkdtemp(prefix="codex-record-"))
+    base = case_dir("codex-record-", ("home", "codex", "tmp"))
     ws = base / "ws"
-    for d in ("home", "codex", "tmp"):
-        (base / d).mkdir()
     catalog_path = base / "catalog.json"
     catalog_path.write_text(json.dumps(catalog))
     ch.build_workspace(case.workspace, ws)
@@ -131,22 +125,10 @@ def record_case(launcher: Path, catalog: dict[str, Any], case: ch.Case, keep: bo
     started = time.monotonic()
     with MockResponsesAPI(list(case.calls), resolve) as api:
         write_config(base / "codex", api.base_url, catalog_path)
-        proc = subprocess.Popen(
+        code, stdout, stderr = run(
             [str(launcher), "exec", "--skip-git-repo-check", "--ephemeral", "--color", "never",
              "--dangerously-bypass-approvals-and-sandbox", "-C", ws_path, PROMPT],
-            cwd=ws, env=_env(base), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )
-        try:
-            stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            stdout, stderr = proc.communicate()
-            stderr += f"\n[recorder: killed after {RUN_TIMEOUT_S} s]"
-        try:  # nothing Codex started outlives the case
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+            ws, _env(base), RUN_TIMEOUT_S)
         recording = api.recording
     if keep:
         (base / "stdout.txt").write_text(stdout)
@@ -156,7 +138,7 @@ def record_case(launcher: Path, catalog: dict[str, Any], case: ch.Case, keep: bo
     for i, (tool, data) in enumerate(case.calls):
         entry: dict[str, Any] = {"tool": tool, "input": data}
         if i not in recording.outputs:
-            entry["missing"] = f"no output (codex exit code {proc.returncode}): {stderr.strip()[-500:]}"
+            entry["missing"] = f"no output (codex exit code {code}): {stderr.strip()[-500:]}"
         else:
             entry["output"] = ch.normalise_output(recording.outputs[i], ws_path, seen)
         calls.append(entry)
@@ -165,10 +147,7 @@ def record_case(launcher: Path, catalog: dict[str, Any], case: ch.Case, keep: bo
                            "files": {k: ch.normalise_text(v, ws_path, seen) if isinstance(v, str) else v
                                      for k, v in files.items()},
                            "seconds": round(time.monotonic() - started, 1)}
-    if not keep:
-        shutil.rmtree(base, ignore_errors=True)
-    else:
-        out["kept"] = str(base)
+    done_with(base, keep, out)
     return out, recording.tools
 
 
@@ -189,30 +168,11 @@ def main(argv: list[str] | None = None) -> int:
         cases = [c for c in cases if any(fnmatch.fnmatch(c.id, p) for p in args.only)]
     print(f"Codex {version}: recording {len(cases)} cases with {args.jobs} jobs", file=sys.stderr)
 
-    results: dict[str, dict[str, Any]] = {}
-    tools: list[dict[str, Any]] = []
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = {pool.submit(record_case, launcher, catalog, c, args.keep): c for c in cases}
-        for fut, case in futures.items():
-            out, case_tools = fut.result()
-            results[case.id] = out
-            tools = tools or case_tools
-            missing = sum(1 for c in out["calls"] if "missing" in c)
-            print(f"  {case.id}: {out['seconds']}s{' — MISSING ' + str(missing) if missing else ''}", file=sys.stderr)
+    results, tools = record_all(cases, lambda c: record_case(launcher, catalog, c, args.keep), args.jobs)
 
     ch.GOLDENS_DIR.mkdir(parents=True, exist_ok=True)
-    for group in sorted({c.group for c in cases}):
-        path = ch.golden_path(group)
-        kept = json.loads(path.read_text())["cases"] if path.exists() and args.only else {}
-        known = {c.name for c in ch.load_cases([group])}
-        merged = {k: v for k, v in kept.items() if k in known}
-        for c in cases:
-            if c.group == group:
-                entry = dict(results[c.id])
-                entry.pop("seconds", None)
-                merged[c.name] = entry
-        doc = {"codex": version, "cases": dict(sorted(merged.items()))}
-        path.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_goldens(cases, results, {"codex": version}, golden_path=ch.golden_path,
+                  known=lambda group: {c.name for c in ch.load_cases([group])}, partial=bool(args.only))
     if tools:
         ch.TOOLS_FILE.write_text(json.dumps({
             "codex": version, "model_metadata_from": BASE_MODEL,
