@@ -190,6 +190,20 @@ def mask_targets(masked: "list[Path] | tuple[Path, ...]") -> list[Path]:
     return list(out)
 
 
+def cover_where(path: Path, writable: "Iterable[Path]") -> list[int]:
+    """For a resident's mask step (resident.mask): [st_dev, st_ino] of the directory holding
+    `path` when it lies where a command may rename a directory above it (`writable`), so that the
+    cover is checked to land in that very directory; [-1, -1] (never a match: the command is
+    refused) when that directory is gone already; [] elsewhere (no command can move it)."""
+    if not _covered(path, list(writable)):
+        return []
+    try:
+        st = os.stat(path.parent)
+    except OSError:
+        return [-1, -1]
+    return [st.st_dev, st.st_ino]
+
+
 def mask_plan(masked: "list[Path] | tuple[Path, ...]", visible: "list[Path] | None" = None) -> list[tuple[Path, bool]]:
     """(path, is a directory) to cover for `masked`, in mount order (shallowest first), leaving
     out what does not exist, links and what a covered directory already hides. `visible`: only

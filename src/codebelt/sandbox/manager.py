@@ -364,7 +364,8 @@ class Sandbox:
                 self._sandbox_resident = _rs.ResidentSandbox(start, self.config.writable,
                                                              wait=self.resident_sandbox == "now")
             slot = self._sandbox_resident
-        return slot.launcher(_rs.command_request(argv, env, cwd, binds, masked, overlays, self.config.network))
+        return slot.launcher(_rs.command_request(argv, env, cwd, binds, masked, overlays, self.config.network,
+                                                 self.config.writable))
 
     def _preexec(self, pairs, restrict, install_filter, subreaper: bool = False,
                  cgroups: bool = True) -> Callable[[], None]:
@@ -614,7 +615,7 @@ class Sandbox:
             # as they are now: the masked paths (a link's target), and a secret that appeared
             # since the resident started
             "masks": [*(s for s in _jail.SECRETS if s not in resident.masked_at_start and os.path.lexists(s)),
-                      *(str(m) for m in _jail.mask_targets(masked))],
+                      *([str(m), _jail.cover_where(m, self.config.writable)] for m in _jail.mask_targets(masked))],
         }
 
         return resident.launcher(request)

@@ -114,26 +114,47 @@ def bind_readonly(source, target):
     mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | kept)
 
 
-def mask(path):
+def mask(path, where=None):
     """Cover `path` in this mount namespace: a file with an empty one, a directory with an empty
-    read-only tmpfs. A link is resolved at its target, which is masked (or not visible) itself."""
+    read-only tmpfs. A link is resolved at its target, which is masked (or not visible) itself.
+    `where`: (st_dev, st_ino) of the directory codebelt found `path` in. A command running
+    meanwhile may rename a directory above it back and forth (it cannot move the file itself: a
+    mount point in its own view), so the cover must land in that very directory: checked through
+    its descriptor before and after the mount (by path), else the command is refused."""
+    parent, name = os.path.split(path)
     try:
-        st = os.lstat(path)
+        dfd = os.open(parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     except FileNotFoundError:
+        if where:
+            raise OSError(f"{path} was moved while the command started") from None
         return  # not in the jail's view
-    if stat.S_ISLNK(st.st_mode):
-        return
-    if stat.S_ISDIR(st.st_mode):
-        mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=0555")
-    else:
-        bind_readonly("/dev/null", path)
+    try:
+        held = os.fstat(dfd)
+        if where and [held.st_dev, held.st_ino] != list(where):
+            raise OSError(f"{path} was moved while the command started")
+        try:
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        except FileNotFoundError:
+            return  # gone from its directory: nothing there to cover
+        if stat.S_ISLNK(st.st_mode):
+            return
+        if stat.S_ISDIR(st.st_mode):
+            mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=0555")
+        else:
+            bind_readonly("/dev/null", path)
+        now = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino):
+            raise OSError(f"{path} was moved while the command started")  # the cover landed elsewhere
+    finally:
+        os.close(dfd)
 
 
 def apply_mount(op):
     """One step of a write sandbox command's view, in the order codebelt gave them (bwrap's
     order: the protected paths, then the masks, then what is shown over a mask):
     ["pin", dir] binds a directory onto itself (--bind-try: it can then not be renamed or
-    replaced); ["ro", path] re-binds a path read-only (--ro-bind-try); ["mask", path] covers it;
+    replaced); ["ro", path] re-binds a path read-only (--ro-bind-try); ["mask", path] covers it
+    (["mask", dev, ino, path]: in the directory of that identity, `mask`);
     ["show", file, path] binds a file read-only over a path (--ro-bind); ["readonly", path]
     makes that mount read-only here; ["devpts", path] mounts a pty instance of its own there. A
     path gone since codebelt listed it is skipped, as bwrap's -try options do."""
@@ -144,7 +165,7 @@ def apply_mount(op):
         elif kind == "ro":
             bind_readonly(path, path)
         elif kind == "mask":
-            mask(path)
+            mask(path, op[1:-1])
         elif kind == "show":
             bind_readonly(op[1], path)
         elif kind == "readonly":
@@ -374,8 +395,8 @@ def init(req, fds, status, prepare, layer, why):
             _check(libc.unshare(extra), "unshare")
             if extra & CLONE_NEWNET:
                 loopback_up()
-        for path in req["masks"]:
-            mask(path)
+        for m in req["masks"]:
+            mask(*m) if isinstance(m, list) else mask(m)
         for op in [*([kind, path] for path, kind in req.get("binds", ())), *req.get("mounts", ())]:
             apply_mount(op)
         os.chdir(req["cwd"])

@@ -37,7 +37,7 @@ from typing import Any, Callable
 
 from . import bwrap as _bwrap
 from .config import SandboxConfig
-from .jail import mask_plan
+from .jail import cover_where, mask_plan
 
 MAX_STARTS = 8  # residents started per session (again after a root was replaced or it died); then one-shot
 
@@ -54,20 +54,22 @@ def start_argv(bwrap: str, config: SandboxConfig, python: str, source: str) -> l
 
 
 def command_mounts(binds: list[tuple[Path, str]], masked: "list[Path] | tuple[Path, ...]",
-                   overlays: "list[tuple[Path, Path]] | tuple[()]") -> list[list[str]]:
-    """The mount steps of one command (resident.apply_mount), in the one-shot argv's order."""
-    ops = [["readonly", "/dev"], ["devpts", "/dev/pts"]]
+                   overlays: "list[tuple[Path, Path]] | tuple[()]", writable: "tuple[Path, ...]" = ()) -> list[list]:
+    """The mount steps of one command (resident.apply_mount), in the one-shot argv's order; a
+    mask in `writable` carries its directory's identity (jail.cover_where)."""
+    ops: list[list] = [["readonly", "/dev"], ["devpts", "/dev/pts"]]
     ops += [[kind, str(p)] for p, kind in binds]
-    ops += [["mask", str(p)] for p, _ in mask_plan(masked)]
+    ops += [["mask", *cover_where(p, writable), str(p)] for p, _ in mask_plan(masked)]
     ops += [["show", str(src), str(dest)] for src, dest in overlays]
     return ops
 
 
 def command_request(argv: list[str], env: dict, cwd: Path, binds: list[tuple[Path, str]],
-                    masked: "list[Path] | tuple[Path, ...]", overlays, network: bool) -> dict:
+                    masked: "list[Path] | tuple[Path, ...]", overlays, network: bool,
+                    writable: "tuple[Path, ...]" = ()) -> dict:
     return {
         "argv": argv, "env": env, "cwd": str(cwd), "tmpfs": ["/dev/shm"], "abi": 0, "writable": [],
-        "masks": [], "mounts": command_mounts(binds, masked, overlays), "ipc": True, "net": not network,
+        "masks": [], "mounts": command_mounts(binds, masked, overlays, writable), "ipc": True, "net": not network,
     }
 
 
