@@ -138,10 +138,15 @@ def mask(path, where=None):
             return  # gone from its directory: nothing there to cover
         if stat.S_ISLNK(st.st_mode):
             return
-        if stat.S_ISDIR(st.st_mode):
-            mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=0555")
-        else:
-            bind_readonly("/dev/null", path)
+        try:
+            if stat.S_ISDIR(st.st_mode):
+                mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=0555")
+            else:
+                bind_readonly("/dev/null", path)
+        except FileNotFoundError:
+            if where:  # its name leads nowhere now: the directory moved after the check
+                raise OSError(f"{path} was moved while the command started") from None
+            raise
         now = os.stat(name, dir_fd=dfd, follow_symlinks=False)
         if (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino):
             raise OSError(f"{path} was moved while the command started")  # the cover landed elsewhere
