@@ -3,7 +3,8 @@ over stdio with the SDK's client, makes the calls it is given, says "ready", the
 forever or makes its last call (saying "calling" first) and waits for that.
 
     python stdio_client.py SPEC_JSON
-    SPEC: {"command": [...], "env": {...}, "calls": [[tool, input], ...], "last": [tool, input] | null}
+    SPEC: {"command": [...], "env": {...}, "calls": [[tool, input], ...], "last": [tool, input] | null,
+           "answer": false to leave a question (elicitation) unanswered, saying "asked"}
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ async def main(spec: dict) -> None:
 
     command, *args = spec["command"]
     server = StdioServerParameters(command=command, args=args, env=spec["env"])
-    async with Client(server, mode="legacy") as client:
+    kwargs = {}
+    if not spec.get("answer", True):
+        async def never_answer(context, params):
+            print("asked", flush=True)
+            await anyio.sleep_forever()
+
+        kwargs["elicitation_callback"] = never_answer
+    async with Client(server, mode="legacy", **kwargs) as client:
         for tool, arguments in spec["calls"]:
             result = await client.call_tool(tool, arguments)
             print(json.dumps({"tool": tool, "error": result.is_error}), flush=True)

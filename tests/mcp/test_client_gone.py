@@ -77,6 +77,7 @@ def _marker() -> str:
 
 
 # What the client does before it dies: (calls made first, the call it dies in or None for idle).
+# Every scenario has a `sleep MARKER` of the server's running when the client dies.
 SCENARIOS = {
     # a background command and a language server (the LSP call starts it) left running
     "idle": lambda m: ([["Bash", {"command": f"sleep {m}", "run_in_background": True}],
@@ -88,6 +89,10 @@ SCENARIOS = {
     "in-a-hook": lambda m: ([], ["Read", {"file_path": "app.py"}]),
     # a PostToolUse hook running: the tool has finished
     "in-a-post-hook": lambda m: ([], ["Glob", {"pattern": "*.py"}]),
+    # the call waits for the user's answer (elicitation), which never comes; a background
+    # command runs meanwhile
+    "in-a-question": lambda m: ([["Bash", {"command": f"sleep {m}", "run_in_background": True}]],
+                                ["Write", {"file_path": "new.txt", "content": "x\n"}]),
 }
 
 
@@ -113,8 +118,10 @@ def test_serve_ends_with_its_client_and_leaves_nothing(scenario, tmp_path):
     env = {**{k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")},
            "XDG_CONFIG_HOME": str(state / "config"), "XDG_STATE_HOME": str(state / "state"),
            "CODEBELT_AUDIT_DB": str(state / "audit.db")}
-    spec = {"command": [CODEBELT, "serve", "--root", str(root), "--settings", str(settings), "--mode", "acceptEdits"],
-            "env": env, "calls": calls, "last": last}
+    asks = scenario == "in-a-question"  # a Write asks in the default mode
+    spec = {"command": [CODEBELT, "serve", "--root", str(root), "--settings", str(settings),
+                        "--mode", "default" if asks else "acceptEdits"],
+            "env": env, "calls": calls, "last": last, "answer": not asks}
     out = tmp_path / "client.out"
     with open(out, "wb") as sink:
         client = subprocess.Popen([sys.executable, CLIENT, json.dumps(spec)], stdin=subprocess.DEVNULL,
@@ -129,7 +136,8 @@ def test_serve_ends_with_its_client_and_leaves_nothing(scenario, tmp_path):
             started = _descendants(client.pid)
             lines = out.read_text(errors="replace").splitlines()
             running = _alive(started).values()
-            if ("calling" if last else "ready") in lines and all(any(w in c for c in running) for w in wanted):
+            said = "asked" if asks else "calling" if last else "ready"
+            if said in lines and all(any(w in c for c in running) for w in wanted):
                 break
             assert client.poll() is None, f"the client ended: {out.read_text()}"
             assert time.monotonic() < deadline, f"the client did not get going: {out.read_text()}"
