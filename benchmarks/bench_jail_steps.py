@@ -34,7 +34,7 @@ ANCHORS = [
     ("    pidfd = os.pidfd_open(os.getpid())", "request parsed"),
     ("    os.close(pidfd)\n    init(", "pid sent to codebelt"),
     ("    close_all_but({0, *targets, status.fileno()", "descriptors placed"),
-    ('        for path in req["masks"]:', "rest closed"),
+    ('        for m in req["masks"]:', "rest closed"),
     ('        os.chdir(req["cwd"])', "masks mounted"),
     ('        if req["abi"]:\n            if layer', "cwd, capabilities dropped"),
     ("            layer.restrict()", "outputs in the write layer"),

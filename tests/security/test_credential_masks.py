@@ -233,3 +233,20 @@ def test_through_a_session_auto_allowed_in_the_sandbox(how, home, make_session, 
 
 def test_every_gitconfig_location_is_in_the_table():
     assert ".gitconfig" in GITCONFIG_FILES and "xdg:git/config" in GITCONFIG_FILES
+
+
+@pytest.mark.parametrize("xdg", [None, "set"])
+def test_the_table_is_looked_up_in_the_home_and_xdg_directories(home, monkeypatch, xdg):
+    """Every planted entry is found, each once and in the table's order (masks are mounted in
+    it); none with no home to look in."""
+    from codebelt.sandbox.credentials import credential_paths
+
+    if xdg:
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    expected = [home / ".config" / e[4:] if e.startswith("xdg:") else home / e
+                for e in (*(e for e, _ in CREDENTIAL_FILES), *GITCONFIG_FILES)]
+    assert all(os.path.lexists(p) for p in expected[:len(CREDENTIAL_FILES)])  # control: all planted
+    assert credential_paths() == list(dict.fromkeys(p for p in expected if os.path.lexists(p)))
+    for nowhere in ("/", ""):
+        monkeypatch.setenv("HOME", nowhere)
+        assert credential_paths() == []
