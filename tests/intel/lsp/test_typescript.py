@@ -38,8 +38,11 @@ def session(tsls, tmp_path_factory):
     spec = typescript_server(str(tsls), "tsls")
     servers = {"tsls": {"command": spec.command, "args": list(spec.args), "extensions": list(spec.extensions),
                         "initializationOptions": spec.initialization_options}}
+    # the most time the settings give a server for its diagnostics after an edit (2 s by
+    # default): tsserver on a machine at load 18 took longer, and the edit then has none to show
     with Session(root, mode="acceptEdits", settings={"lsp": {"autoDetect": False, "servers": servers,
-                                                              "requestTimeoutMs": 30_000}}) as s:
+                                                              "requestTimeoutMs": 30_000},
+                                                      "intel": {"diagnosticsWaitMs": 10_000}}) as s:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             r = s.call("LSP", {"operation": "goToDefinition", "filePath": "src/main.ts", "line": 5, "character": 10})
