@@ -38,6 +38,23 @@ def test_non_blocking_check_and_a_wait_that_runs_out(shell):
     assert not stop.is_error and stop.data["wasRunning"] is True and stop.data["status"] == "killed"
 
 
+def test_a_stopped_task_s_output_file_ends_with_the_killed_line_when_taskstop_returns(shell, monkeypatch):
+    """The line is written by the task's end listener, which runs after the process's exit is
+    known: TaskStop waits for it (made slow here; a Read right after TaskStop missed it)."""
+    from codebelt.tools import _services
+
+    original = _services._end_of_output
+    monkeypatch.setattr(_services, "_end_of_output", lambda task, ctx: (time.sleep(0.5), original(task, ctx)))
+    s = shell.session()
+    r = s.call("Bash", {"command": "echo partial; sleep 30", "run_in_background": True})
+    tid, output = r.data["backgroundTaskId"], r.data["outputPath"]
+    time.sleep(0.3)
+    stop = s.call("TaskStop", {"task_id": tid})
+    assert not stop.is_error and stop.data["wasRunning"] is True, stop.text
+    text = open(output).read()
+    assert "partial" in text and "[killed]" in text, text
+
+
 def test_old_and_new_names_share_the_task(shell):
     s = shell.session()
     tid = start(s, "printf 'one\\n'; sleep 0.3; printf 'two\\n'")

@@ -357,6 +357,9 @@ class TaskManager:
         was_running = task.process.stop("killed")
         if was_running:
             task.process.wait(task.process.grace_s + 5)
+            # its end's listeners run after the exit (the line that ends its output file): the
+            # caller's next Read of that file must find it
+            task.settled.wait(2)
         return task, was_running
 
     # -- session end ---------------------------------------------------------------------------
