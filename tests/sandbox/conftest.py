@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+import uuid
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,13 @@ def tmpd(tmp_path: Path) -> Path:
     return d
 
 
+def sandbox_name() -> str:
+    """A sandbox name of its own: the session cgroups are named after it (and the process), and
+    closing a sandbox kills everything in its cgroup — a sandbox of an earlier test in the same
+    worker, closed late (collected), would kill this test's processes in a shared one."""
+    return f"codebelt-test-{uuid.uuid4().hex[:8]}"
+
+
 @pytest.fixture
 def make_sandbox(ws: Path, tmpd: Path):
     made: list[Sandbox] = []
@@ -53,7 +61,7 @@ def make_sandbox(ws: Path, tmpd: Path):
                 roots: tuple[Path, ...] | None = None) -> Sandbox:
         cfg = SandboxConfig(
             roots or (ws.resolve(),), tmpd.resolve(), mode=mode, network=network,
-            limits=limits or Limits(), name="codebelt-test",
+            limits=limits or Limits(), name=sandbox_name(),
         )
         sb = Sandbox(config=cfg)
         made.append(sb)
@@ -132,7 +140,7 @@ def jail(request, ws: Path, tmpd: Path):
     why = backend_unusable(backend)
     if why:
         pytest.skip(f"{backend} cannot work here: {why}")
-    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode=backend, name="codebelt-test"))
+    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode=backend, name=sandbox_name()))
     if sb.jail.backend != backend:
         sb.close()
         pytest.skip(f"no {backend} jail here: {sb.jail.reason}")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -73,15 +75,16 @@ def test_end_tree_ends_daemons_below_a_subreaper(jail, ws):
     wrap = jail.helper(HelperProfile("t", long_lived=True))
     daemon = f"import os, time\nif os.fork(): os._exit(0)\nos.setsid(); time.sleep(300)"
     argv, env, preexec, *cleanup = wrap(
-        ["/bin/bash", "-c", f"{SYSTEM_PYTHON} -c '{daemon}' {marker} </dev/null >/dev/null 2>&1; exec sleep 300"],
+        ["/bin/bash", "-c", f"{SYSTEM_PYTHON} -c '{daemon}' {marker} </dev/null >/dev/null; exec sleep 300"],
         ws, dict(os.environ))
-    proc = subprocess.Popen(argv, cwd=ws, env=env, preexec_fn=preexec, start_new_session=True)
+    err = tempfile.TemporaryFile()
+    proc = subprocess.Popen(argv, cwd=ws, env=env, preexec_fn=preexec, start_new_session=True, stderr=err)
     try:
-        for _ in range(100):
-            if _with(marker):
-                break
+        deadline = time.monotonic() + 30  # an interpreter's start on a loaded machine
+        while not _with(marker) and time.monotonic() < deadline and proc.poll() is None:
             subprocess.run(["sleep", "0.05"])
-        assert _with(marker), "the daemon did not start"
+        err.seek(0)
+        assert _with(marker), f"the daemon did not start (helper {proc.poll()}): {err.read()[-2000:]!r}"
         end_tree(proc.pid)
         proc.wait(10)
         for _ in range(100):
@@ -91,6 +94,7 @@ def test_end_tree_ends_daemons_below_a_subreaper(jail, ws):
         assert not _with(marker), "the daemon outlived its helper"
     finally:
         proc.kill()
+        err.close()
         for done in cleanup:
             done()
 

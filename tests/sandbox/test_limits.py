@@ -18,7 +18,7 @@ import pytest
 
 from codebelt.sandbox import Limits, Sandbox, SandboxConfig, denial, limits
 
-from .conftest import SYSTEM_PYTHON, jailed, run
+from .conftest import SYSTEM_PYTHON, jailed, run, sandbox_name
 
 BOMB_CAP = 48
 
@@ -129,7 +129,7 @@ JAIL_GROW = GROW.replace("python3", SYSTEM_PYTHON)  # the jail shows system dire
 def test_jailed_commands_are_capped_whatever_the_mode(mode, ws, tmpd):
     """With the write sandbox off, jailed commands (which run whatever the mode) had no memory
     or process cap at all: a growing read-only command took what it liked."""
-    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode=mode, name="codebelt-test",
+    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode=mode, name=sandbox_name(),
                                limits=Limits(processes=256, memory_mb=64)))
     try:
         if sb.jail.backend is None:
@@ -146,7 +146,7 @@ def test_without_a_memory_cgroup_the_cap_binds_from_the_first_instruction(jail, 
     (a limit set on the process after it started would leave its start unbounded)."""
     monkeypatch.setattr(limits, "find_controller_parent", lambda controller: (None, "none here (test)", 0))
     sb = Sandbox(SandboxConfig(jail.config.writable_roots, jail.config.temp_dir, mode=jail.jail.backend,
-                               name="codebelt-test", limits=Limits(processes=256, memory_mb=300)))
+                               name=sandbox_name(), limits=Limits(processes=256, memory_mb=300)))
     try:
         assert sb.memory.cgroup is None and sb.memory.address_space == 300 << 20
         proc = jailed(sb, "ulimit -v; " + JAIL_GROW, ws)

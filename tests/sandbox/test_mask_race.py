@@ -17,7 +17,7 @@ import pytest
 
 from codebelt.sandbox import Sandbox, SandboxConfig
 
-from .conftest import JAILS, WRITE_SANDBOXES, _launched, backend_unusable, spawn, write_sandbox
+from .conftest import JAILS, WRITE_SANDBOXES, _launched, backend_unusable, sandbox_name, spawn, write_sandbox
 
 # how the directory above the denied file is moved: away (nothing left at its name), or away with
 # a decoy directory holding a decoy file where it was
@@ -51,7 +51,7 @@ def test_the_jail_never_shows_a_file_whose_directory_moved_as_it_started(name, h
     if why:
         pytest.skip(f"{backend} cannot work here: {why}")
     secret, token = _plant(ws)
-    with closing(Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode=backend, name="codebelt-test"))) as sb:
+    with closing(Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode=backend, name=sandbox_name()))) as sb:
         if sb.jail.backend != backend:
             pytest.skip(f"no {backend} jail here: {sb.jail.reason}")
         wrap = sb.jail_wrapper([secret.resolve()])
@@ -75,7 +75,7 @@ def test_the_jail_never_shows_a_file_whose_directory_moved_as_it_started(name, h
 def test_the_write_sandbox_never_shows_a_file_whose_directory_moved_as_it_started(name, how, ws, tmpd, monkeypatch):
     backend = write_sandbox(name, monkeypatch)
     secret, token = _plant(ws)
-    with closing(Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode=backend, name="codebelt-test"))) as sb:
+    with closing(Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode=backend, name=sandbox_name()))) as sb:
         wrap = sb.wrapper(lambda: [secret.resolve()])
         command = ["/bin/bash", "-c", "cat d/secret e/secret; echo ran"]
         first = spawn(wrap(command, ws, dict(os.environ)), ws).stdout

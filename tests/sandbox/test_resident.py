@@ -15,7 +15,7 @@ import pytest
 
 from codebelt.sandbox import Sandbox, SandboxConfig
 
-from .conftest import backend_unusable, host_processes_with, jailed
+from .conftest import backend_unusable, host_processes_with, jailed, sandbox_name
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ def resident(ws: Path, tmpd: Path):
     why = backend_unusable("bwrap")
     if why:
         pytest.skip(f"bwrap cannot work here: {why}")
-    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode="bwrap", name="codebelt-test"))
+    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode="bwrap", name=sandbox_name()))
     if sb.jail.backend != "bwrap" or not sb._stage_abi:
         sb.close()
         pytest.skip(f"no bwrap jail with its Landlock layer here: {sb.jail.reason}")
@@ -235,7 +235,7 @@ def test_a_resident_whose_set_up_is_refused_hands_commands_to_the_one_shot_jail(
     broken = source.replace('mount("proc", "/proc", "proc"', 'mount("proc", "/no/such/proc", "proc"')
     assert broken != source  # control: the step exists to break
     monkeypatch.setattr(residency, "resident_source", lambda: broken)
-    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode="bwrap", name="codebelt-test"))
+    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode="bwrap", name=sandbox_name()))
     try:
         if sb.jail.backend != "bwrap" or not sb._stage_abi:
             pytest.skip(f"no bwrap jail with its Landlock layer here: {sb.jail.reason}")
@@ -269,7 +269,7 @@ def test_a_request_unlike_what_was_prepared_is_set_up_whole(ws, tmpd, monkeypatc
         original(self, argv, env, preexec, cwd, change(prepare))
 
     monkeypatch.setattr(residency.ResidentJail, "__init__", start)
-    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode="bwrap", name="codebelt-test"))
+    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode="bwrap", name=sandbox_name()))
     try:
         if sb.jail.backend != "bwrap" or not sb._stage_abi:
             pytest.skip(f"no bwrap jail with its Landlock layer here: {sb.jail.reason}")

@@ -20,7 +20,7 @@ import pytest
 from codebelt import Session
 from codebelt.sandbox import Sandbox, SandboxConfig
 
-from .conftest import backend_unusable, host_processes_with, spawn
+from .conftest import backend_unusable, host_processes_with, sandbox_name, spawn
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def resident(ws: Path, tmpd: Path, monkeypatch):
     if why:
         pytest.skip(f"bwrap cannot work here: {why}")
     monkeypatch.setattr(Sandbox, "resident_sandbox", "now")  # every command in it, the first included
-    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode="bwrap", name="codebelt-test"))
+    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode="bwrap", name=sandbox_name()))
     yield sb
     sb.close()
 
