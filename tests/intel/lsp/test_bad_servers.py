@@ -112,3 +112,33 @@ def test_edit_diagnostics_survive_a_bad_server(ws):
         assert "syntax" in r.text.lower() or "error" in r.text.lower(), r.text  # tree-sitter's answer
         assert took < 5, took
     assert wait_gone(marker) == []
+
+
+def test_a_request_of_the_server_after_the_client_ended_ends_the_reader_quietly(ws, monkeypatch):
+    """The reader answers the server's requests; once the client has ended, the answer cannot be
+    sent, and the reader stops as for any other end (it died with a traceback on stderr)."""
+    import sys
+    import threading
+
+    from codebelt.intel.lsp.client import LspClient
+    from codebelt.intel.lsp.transport import encode
+
+    raised: list[BaseException] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_value))
+    request = encode({"jsonrpc": "2.0", "id": 1, "method": "workspace/configuration", "params": {"items": []}})
+    server = ws / "asks_late.py"
+    server.write_text("import sys, time\nsys.stdin.buffer.readline()\n"
+                      f"sys.stdout.buffer.write({request!r}); sys.stdout.flush(); time.sleep(30)\n")
+    client = LspClient("late", [sys.executable, str(server)], ws)
+    try:
+        client._die("closed by the test")  # the client ends: its writer stops and closes the server's input
+        deadline = time.monotonic() + 20
+        while client.proc.poll() is None and not raised and time.monotonic() < deadline:
+            reader = [t for t in threading.enumerate() if t.name == "lsp-late-out"]
+            if not reader:
+                break
+            time.sleep(0.05)
+        assert not [t for t in threading.enumerate() if t.name == "lsp-late-out"], "the reader did not stop"
+    finally:
+        client.close(0.0)
+    assert raised == [], raised

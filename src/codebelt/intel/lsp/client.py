@@ -150,6 +150,8 @@ class LspClient:
                 self._dispatch(msg)
         except ProtocolError as e:
             reason = f"the server broke the protocol ({e})"
+        except LspCrashed as e:  # answering a request of the server's found the client ended
+            reason = str(e)
         except (OSError, ValueError) as e:
             reason = f"reading from the server failed ({e})"
         self._die(reason)
