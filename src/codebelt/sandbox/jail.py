@@ -81,7 +81,7 @@ def path_dirs(path_var: str | None, home: str | None, untrusted: "Iterable[Path 
             real = _outside_walk(entry, avoid)
             if real is None or real == "/":
                 continue
-        if _inside(real, avoid):
+        if _covered(real, avoid):
             continue
         if home_real is not None and (real == home_real or home_real.startswith(real + "/")):
             continue
@@ -106,10 +106,6 @@ def _real_dir(path: str) -> str | None:
     return real if real.startswith("/") else None  # "(deleted)" or a path outside this root
 
 
-def _inside(path: str, dirs: tuple[str, ...]) -> bool:
-    return any(path == d or path.startswith(d + "/") or d == "/" for d in dirs)
-
-
 def resolved_outside(entry: str, avoid: "Iterable[Path | str]", directory: bool = True) -> str | None:
     """The real path of `entry` (a directory, unless not `directory`), resolved one component at
     a time as the kernel does (a link's target read and walked in its place, `..` the parent of
@@ -130,7 +126,7 @@ def _outside_walk(entry: str, avoid: tuple[str, ...], directory: bool = True) ->
             here = here.rpartition("/")[0]  # a parent of a path outside `avoid` is outside too
             continue
         step = f"{here}/{name}"
-        if _inside(step, avoid):
+        if _covered(step, avoid):
             return None
         try:
             mode = os.lstat(step).st_mode
@@ -162,7 +158,7 @@ def scratch_in_jail(visible: list[Path]) -> str:
     return "/tmp"
 
 
-def _covered(p: Path, dirs: list[Path]) -> bool:
+def _covered(p: "Path | str", dirs: "list[Path] | tuple[Path | str, ...]") -> bool:
     """`p` is one of `dirs` or beneath one (absolute paths; by string: `d in p.parents` costs a
     Path per parent, and this runs for every mask of every command)."""
     s = str(p)
