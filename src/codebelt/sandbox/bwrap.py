@@ -67,12 +67,6 @@ def sandbox_args(config: SandboxConfig, cwd: Path, protect: bool = True,
     return args
 
 
-def wrap_argv(bwrap: str, config: SandboxConfig, argv: list[str], cwd: Path, protect: bool = True,
-              masked: "list[Path] | tuple[Path, ...]" = (), overlays=(),
-              binds: "list[tuple[Path, str]] | None" = None) -> list[str]:
-    return [bwrap, *sandbox_args(config, cwd, protect, masked, overlays, binds), "--", *argv]
-
-
 def explain_failure(stderr: str, returncode: int) -> str:
     """A sentence for a bwrap probe that did not run `true`."""
     text = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit code {returncode}"

@@ -29,6 +29,7 @@ import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -38,6 +39,7 @@ from . import denial as _denial
 from . import jail as _jail
 from . import seccomp as _seccomp
 from .config import SandboxConfig
+from .cover_checks import cover_specs, stage_argv, watched
 from .credentials import MAX_GITCONFIG, credential_paths, filtered_gitconfig, gitconfig_paths
 from .helpers import HelperProfile, helper_env, python_dirs
 from .limits import MemoryCap, ProcessCap, apply_rlimits, rlimits
@@ -86,10 +88,15 @@ class Wrapped(Sequence):
         return 3 if self._items is None else len(self._items)  # known without building them
 
 
-def _stage_source() -> str:
+@cache
+def _stage_source(layer: bool = True) -> str:
+    """stage.py's source, with the Landlock write layer's in front (`layer`) or alone (it then
+    only checks the masks: the write sandbox, a jail without Landlock)."""
     from .write_layer import with_write_layer
 
-    return with_write_layer("stage.py")
+    if layer:
+        return with_write_layer("stage.py")
+    return (Path(__file__).parent / "stage.py").read_text(encoding="utf-8")
 
 
 def _mtime(path: Path) -> int:
@@ -319,8 +326,14 @@ class Sandbox:
             # it up in PATH, the resident does not)
             if create and network is None and nproc is None and self.resident_sandbox and argv[0].startswith("/"):
                 launch = self._sandbox_launch(pairs, install, argv, cwd, env, binds, masked or [], overlays)
-            argv = _bwrap.wrap_argv(self.bwrap_path or "bwrap", c, argv, cwd, protect=create, masked=masked or (),
-                                    overlays=overlays, binds=binds)
+            # bwrap mounts the masks by path: those a command could move are checked inside,
+            # before the command (stage.py), against their directories as they are now
+            seen = watched(masked or (), c.writable)
+            args = _bwrap.sandbox_args(c, cwd, protect=create, masked=masked or (), overlays=overlays, binds=binds)
+            specs = cover_specs(args, c.writable, seen)
+            if specs:
+                argv = stage_argv(STAGE_PYTHON, _stage_source(layer=False), 0, [], specs, argv)
+            argv = [self.bwrap_path or "bwrap", *args, "--", *argv]
             restrict = None
         elif masked:
             restrict = self._masked_write_ruleset(masked).restrict_in_child
@@ -553,11 +566,12 @@ class Sandbox:
                 env.update(TMPDIR=scratch, HOME=scratch)
                 if profile is not None:
                     env["XDG_CACHE_HOME"] = f"{scratch}/.cache"
-            inner = argv
-            if self._stage_abi and system:
+            layer = bool(self._stage_abi and system)
+            # the argv below is built when first read, a while after the paths were given: the
+            # directories holding them now are what the covers are checked against
+            seen = watched(masked, c.writable_roots)
+            if layer:
                 readable += python_dirs()
-                inner = [STAGE_PYTHON, "-I", "-S", "-c", _stage_source(), str(self._stage_abi),
-                         scratch, *_jail.STAGE_DEVICES, "--", *argv]
             launch = None
             # not a command with its script's directory to show: the resident's view is fixed at
             # its start, and would keep that directory for every later command
@@ -565,8 +579,23 @@ class Sandbox:
                 launch = self._resident_launch(readable, scratch, pairs, install, argv, cwd, env, masked)
 
             def one_shot() -> tuple:
+                markers = profile.markers if profile is not None else ()
                 args = _jail.bwrap_args(list(c.writable_roots), readable, masked, scratch, cwd, system=system,
-                                        markers=profile.markers if profile is not None else ())
+                                        markers=markers)
+                # bwrap mounts the masks by path: those a command could move are checked inside,
+                # before the command (stage.py), by the stage that adds the layer or by one of
+                # its own (codebelt's Python then made visible: the arguments built again)
+                specs = cover_specs(args, c.writable_roots, seen)
+                if specs and not layer:
+                    args = _jail.bwrap_args(list(c.writable_roots), [*readable, *python_dirs()], masked, scratch,
+                                            cwd, system=system, markers=markers)
+                    specs = cover_specs(args, c.writable_roots, seen)
+                inner = argv
+                if layer:
+                    inner = stage_argv(STAGE_PYTHON, _stage_source(), self._stage_abi,
+                                       [scratch, *_jail.STAGE_DEVICES], specs, argv)
+                elif specs:
+                    inner = stage_argv(STAGE_PYTHON, _stage_source(layer=False), 0, [], specs, argv)
                 return ([self.bwrap_path or "bwrap", *args, "--", *inner], env,
                         self._preexec(pairs, None, install, cgroups=cgroups))
 

@@ -37,6 +37,7 @@ from typing import Any, Callable
 
 from . import bwrap as _bwrap
 from .config import SandboxConfig
+from .cover_checks import left_out, watched
 from .jail import cover_where, mask_plan
 
 MAX_STARTS = 8  # residents started per session (again after a root was replaced or it died); then one-shot
@@ -59,7 +60,11 @@ def command_mounts(binds: list[tuple[Path, str]], masked: "list[Path] | tuple[Pa
     mask in `writable` carries its directory's identity (jail.cover_where)."""
     ops: list[list] = [["readonly", "/dev"], ["devpts", "/dev/pts"]]
     ops += [[kind, str(p)] for p, kind in binds]
-    ops += [["mask", *cover_where(p, writable), str(p)] for p, _ in mask_plan(masked)]
+    planned = mask_plan(masked)
+    ops += [["mask", *cover_where(p, writable), str(p)] for p, _ in planned]
+    # a path under `writable` missing now: its directory moved away, or the file deleted (the
+    # mask then refuses the command, or covers nothing, as the resident jail's does)
+    ops += [["mask", *where, p] for p, where in left_out(watched(masked, writable), planned)]
     ops += [["show", str(src), str(dest)] for src, dest in overlays]
     return ops
 

@@ -1,0 +1,83 @@
+"""Host side of the one-shot bwrap's mask check (stage.py checks inside, before the command).
+
+bwrap mounts each mask by path. For a mask under a directory a command may write, the path can
+lead elsewhere by the time bwrap mounts it (a background command renames a directory above it),
+so the stage is told which covers to check and the identity of the directory each was found in.
+The covers are read from the very bwrap options the command is started with: what bwrap mounts
+is what is checked, with no second listing that could differ from the first.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from pathlib import Path
+
+from .jail import _covered, cover_where, mask_targets
+
+
+@cache
+def _null() -> tuple[int, int]:
+    st = os.stat("/dev/null")  # what bwrap binds over a file (jail.mask_args)
+    return st.st_dev, st.st_ino
+
+
+def covers(args: "list[str] | tuple[str, ...]") -> list[tuple[str, bool]]:
+    """(path, is a directory) of every mask in bwrap options (before `--`), in mount order:
+    `--ro-bind /dev/null PATH` over a file, `--tmpfs PATH --remount-ro PATH` over a directory
+    (jail.mask_args). Every path in the options is absolute, so no option's value reads as one."""
+    out: list[tuple[str, bool]] = []
+    i, n = 0, len(args)
+    while i < n and args[i] != "--":
+        if args[i] == "--ro-bind" and i + 2 < n and args[i + 1] == "/dev/null":
+            out.append((args[i + 2], False))
+            i += 3
+        elif args[i] == "--tmpfs" and i + 3 < n and args[i + 2] == "--remount-ro" and args[i + 3] == args[i + 1]:
+            out.append((args[i + 1], True))
+            i += 4
+        else:
+            i += 1
+    return out
+
+
+def watched(masked: "list[Path] | tuple[Path, ...]", roots: "tuple[Path, ...] | list[Path]") -> dict[str, list[int]]:
+    """The identity of the directory holding each masked path under `roots` as it is now ([-1,
+    -1]: that directory is not there), taken before bwrap's options are built from the paths
+    (the one-shot jail's when first read): what the directories became meanwhile is checked
+    against what codebelt saw when it was given the paths."""
+    return {str(p): where for p in mask_targets(masked) if (where := cover_where(p, roots))}
+
+
+def cover_specs(args: "list[str] | tuple[str, ...]", writable: "tuple[Path, ...] | list[Path]",
+                seen: "dict[str, list[int]]") -> list[str]:
+    """The stage's COVER arguments for the masks in `args` that lie under `writable` (elsewhere
+    no command can move them): none when there is nothing to check. `seen`: `watched` of the
+    paths `args` were built from; one of them that `args` does not cover (not there when they
+    were built) must be gone from its directory (`g`; its directory missing refuses the command,
+    as the residents do), unless a covered directory hides it."""
+    specs = []
+    found = covers(args)
+    for path, is_dir in found:
+        where = seen.get(path) or cover_where(Path(path), writable)
+        if where:
+            specs.append(f"{'d' if is_dir else 'f'}:{where[0]}:{where[1]}:{path}")
+    specs += [f"g:{where[0]}:{where[1]}:{path}" for path, where in left_out(seen, found)]
+    if specs:
+        dev, ino = _null()
+        specs.insert(0, f"null:{dev}:{ino}")
+    return specs
+
+
+def left_out(seen: "dict[str, list[int]]", planned: "list[tuple[str, bool]] | list[tuple[Path, bool]]") -> list[tuple[str, list[int]]]:
+    """The paths of `seen` that `planned` (path, is a directory) does not cover: not there when
+    the covers were planned (moved away with their directory, or deleted), and not hidden by a
+    covered directory."""
+    covered = {str(p) for p, _ in planned}
+    hidden = [str(p) for p, is_dir in planned if is_dir]
+    return [(p, w) for p, w in seen.items() if p not in covered and not _covered(p, hidden)]
+
+
+def stage_argv(python: str, source: str, abi: int, writable: "list[str]", specs: list[str],
+               argv: list[str]) -> list[str]:
+    """`argv` started through the stage (stage.py's argument order)."""
+    return [python, "-I", "-S", "-c", source, str(abi), *writable, "--", *specs, "--", *argv]
