@@ -10,14 +10,16 @@ the timed region. Reported: median and p90 wall time, and the median added over 
 Aims: < 10 ms added with Landlock, < 30 ms with bwrap; <= 2 ms for the jail started in the
 resident.
 
-    .venv/bin/python benchmarks/bench_sandbox.py [--rounds 200] [--command true|bash|ls]
+    .venv/bin/python benchmarks/bench_sandbox.py [--rounds 200] [--command true|bash|ls] [--masked]
     .venv/bin/python benchmarks/bench_sandbox.py --tool [--rounds 200]
 
 `jail-bwrap` is the jail as the Bash runner starts it now (in the session's resident jail,
 resident.py); `jail-bwrap-one-shot` builds the same jail for each command (the fallback, and what
 other callers spawn). Likewise `bwrap` is the write sandbox started in the session's resident
 write sandbox (resident_sandbox.py) and `bwrap-one-shot` one bwrap per command (the PTY path, the
-proxy, the fallback).
+proxy, the fallback). `--masked`: a `.env` in the workspace is masked (a Read deny rule) for
+every variant: a one-shot bwrap then checks that its cover landed where codebelt found it
+(stage.py), what a session with such a rule pays per one-shot command.
 """
 
 from __future__ import annotations
@@ -144,6 +146,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=200)
     ap.add_argument("--command", choices=["true", "bash", "ls"], default="true",
                     help="true: /bin/true; bash: bash -c true (what the Bash tool spawns); ls: bash -c ls")
+    ap.add_argument("--masked", action="store_true", help="a workspace .env masked for every variant")
     args = ap.parse_args()
     if args.tool:
         return tool_rows(args.rounds)
@@ -155,6 +158,10 @@ def main() -> int:
         tmp.mkdir()
         for i in range(20):  # something for `ls` to list
             (ws / f"file{i}.txt").write_text("x\n")
+        masked: list[Path] = []
+        if args.masked:
+            (ws / ".env").write_text("KEY=secret\n")
+            masked.append(ws / ".env")
         variants: dict[str, object] = {"unsandboxed": None, "direct (no setsid)": DIRECT}
         sandboxes, skipped = [], []
         for backend in ("landlock", "bwrap"):
@@ -163,25 +170,25 @@ def main() -> int:
             probe_ms = (time.perf_counter() - t0) * 1000
             sandboxes.append(sb)
             if sb.status.active:
-                variants[backend] = sb.wrapper()
+                variants[backend] = sb.wrapper(lambda: masked)
                 if backend == "bwrap":
-                    variants["bwrap-one-shot"] = (sb.wrapper(), True)  # one bwrap per command
+                    variants["bwrap-one-shot"] = (sb.wrapper(lambda: masked), True)  # one bwrap per command
                 print(f"{backend}: probe {probe_ms:.1f} ms; {sb.status.reason}; {sb.status.process_limit}")
             else:
                 skipped.append(f"{backend}: unavailable ({sb.status.reason})")
             if sb.jail.backend == backend:
-                variants[f"jail-{backend}"] = sb.jail_wrapper()
+                variants[f"jail-{backend}"] = sb.jail_wrapper(masked)
                 if backend == "bwrap" and sb._stage_abi:
                     # the same jail built for each command (what runs when no resident can)
-                    variants["jail-bwrap-one-shot"] = (sb.jail_wrapper(), True)
+                    variants["jail-bwrap-one-shot"] = (sb.jail_wrapper(masked), True)
                 print(f"jail-{backend}: {sb.jail.reason}")
-                variants[f"helper-{backend}"] = sb.helper(RG_LIKE)
+                variants[f"helper-{backend}"] = sb.helper(RG_LIKE, masked)
                 if backend == "bwrap" and sb._stage_abi:
                     # the jail as it was before the Landlock layer, to show what the layer costs
                     bare = Sandbox(config=SandboxConfig((ws,), tmp, mode=backend))
                     bare._stage_abi = 0
                     sandboxes.append(bare)
-                    variants["jail-bwrap-no-layer"] = bare.jail_wrapper()
+                    variants["jail-bwrap-no-layer"] = bare.jail_wrapper(masked)
             else:
                 skipped.append(f"jail-{backend}: unavailable ({sb.jail.reason})")
         times: dict[str, list[float]] = {k: [] for k in variants}
