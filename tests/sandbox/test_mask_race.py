@@ -133,7 +133,7 @@ def test_a_command_on_a_terminal_never_shows_a_file_whose_directory_moved_as_it_
                 swap.pop()(ws)
             return wrapped
 
-        manager = TaskManager(tmpd / "spool", "mask-race.", build_env("inherit", [], tmpd, ""))
+        manager = TaskManager(tmpd / "spool", f"mask-race-{uuid.uuid4().hex[:8]}.", build_env("inherit", [], tmpd, ""))
         try:
             first = _on_terminal(manager, inner, ws)
             assert "ran" in first and token not in first and REFUSED not in first, first  # control
@@ -143,8 +143,10 @@ def test_a_command_on_a_terminal_never_shows_a_file_whose_directory_moved_as_it_
 
 
 def _on_terminal(manager: TaskManager, wrap, ws: Path) -> str:
-    proc = manager.spawn(READ_ALL, ws, 60, wrap=wrap, stdio=Pty())
+    terminal = Pty()
+    proc = manager.spawn(READ_ALL, ws, 60, wrap=wrap, stdio=terminal)
     assert proc.wait(60)
+    terminal.output.join(30)  # the pump copies what is left once the command has ended
     return proc.spool_path.read_text(errors="replace")
 
 
@@ -230,7 +232,7 @@ def test_a_racing_loop_never_gets_a_start_to_show_the_file(where, kind, ws, tmpd
         if jailed and sb.jail.backend != backend:
             pytest.skip(f"no {backend} jail here: {sb.jail.reason}")
         wrap = sb.jail_wrapper([secret.resolve()]) if jailed else sb.wrapper(lambda: [secret.resolve()])
-        manager = TaskManager(tmpd / "spool", "mask-race.", build_env("inherit", [], tmpd, ""))
+        manager = TaskManager(tmpd / "spool", f"mask-race-{uuid.uuid4().hex[:8]}.", build_env("inherit", [], tmpd, ""))
         try:
             with Racer(ws, kind) as racer:
                 for _ in range(STARTS):
