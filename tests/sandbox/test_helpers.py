@@ -5,16 +5,19 @@ no process when its profile says so — each checked by running real programs.""
 from __future__ import annotations
 
 import os
+import select
+import signal
 import subprocess
-import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
+from codebelt.sandbox import Limits, Sandbox, SandboxConfig
 from codebelt.sandbox.helpers import HelperProfile, end_tree, install_dirs
 
-from .conftest import SYSTEM_PYTHON
+from .conftest import SYSTEM_PYTHON, sandbox_name
 
 
 def run(sb, profile: HelperProfile, command: str, cwd: Path, env: dict | None = None, masked=()) -> subprocess.CompletedProcess:
@@ -70,33 +73,106 @@ def test_threads_but_no_processes(jail, ws):
         assert "fork refused" in p.stdout and "forked" not in p.stdout, p.stdout + p.stderr
 
 
-def test_end_tree_ends_daemons_below_a_subreaper(jail, ws):
-    marker = f"codebelt-end-tree-{os.getpid()}"
-    wrap = jail.helper(HelperProfile("t", long_lived=True))
-    daemon = f"import os, time\nif os.fork(): os._exit(0)\nos.setsid(); time.sleep(300)"
-    argv, env, preexec, *cleanup = wrap(
-        ["/bin/bash", "-c", f"{SYSTEM_PYTHON} -c '{daemon}' {marker} </dev/null >/dev/null; exec sleep 300"],
-        ws, dict(os.environ))
-    err = tempfile.TemporaryFile()
-    proc = subprocess.Popen(argv, cwd=ws, env=env, preexec_fn=preexec, start_new_session=True, stderr=err)
+# Programs a helper may start that try to outlive it, each printing "ready" once what it
+# started is running (a readiness that names the daemon itself: the marker also shows in its
+# parents' command lines, which come and go while it starts).
+LEAVERS = {
+    # the classic daemon: its parent gone at once, its own session, nobody's child but a reaper's
+    "double-fork": "if os.fork(): os._exit(0)\nos.setsid(); ready(); time.sleep(300)",
+    # a child in a session of its own whose parent stays
+    "setsid-child": "if os.fork() == 0:\n    os.setsid(); ready(); time.sleep(300)\ntime.sleep(300)",
+    # a new process every few milliseconds, each generation's parent exiting: a pid that hops
+    "hops": ("if os.fork(): os._exit(0)\nos.setsid(); ready()\n"
+             "while True:\n    time.sleep(0.002)\n    if os.fork(): os._exit(0)"),
+    # forks in a loop, every child staying
+    "spawns": ("if os.fork(): os._exit(0)\nn = 0\n"
+               "while True:\n    if os.fork() == 0:\n        time.sleep(300); os._exit(0)\n"
+               "    n += 1\n    if n == 5: ready()\n    time.sleep(0.005)"),
+    # forks in a loop with a large heap, so that each fork takes a while in the kernel: a stop
+    # may arrive mid-fork, the child appearing after the listing that saw its parent
+    "spawns-big": ("if os.fork(): os._exit(0)\nheap = b'x' * (256 << 20)\nn = 0\n"
+                   "while True:\n    if os.fork() == 0:\n        time.sleep(300); os._exit(0)\n"
+                   "    n += 1\n    if n == 3: ready()"),
+    # the intermediate parent is multi-threaded: threads busy, each thread forks a daemon
+    "threads": ("import threading\nif os.fork(): os._exit(0)\n"
+                "def run():\n    if os.fork() == 0:\n        os.setsid(); time.sleep(300); os._exit(0)\n"
+                "    while True: pass\n"
+                "ts = [threading.Thread(target=run, daemon=True) for _ in range(4)]\n"
+                "[t.start() for t in ts]\ntime.sleep(0.2); ready()\ntime.sleep(300)"),
+}
+LEAVER_PRELUDE = "import os, sys, time\ndef ready():\n    os.write(1, b'ready\\n')\n"
+# The helper itself: starts the program and reaps whatever is orphaned to it, as a server would.
+LEAVER_ROOT = ("import os, subprocess, sys, time\n"
+               "subprocess.Popen([sys.executable, '-c', sys.argv[1], sys.argv[2]], stdin=subprocess.DEVNULL)\n"
+               "while True:\n    try: os.wait()\n    except ChildProcessError: time.sleep(0.1)")
+
+
+@pytest.mark.parametrize("cgroups", ["cgroups", "no-cgroups"])
+@pytest.mark.parametrize("leaver", sorted(LEAVERS))
+def test_end_tree_ends_everything_a_helper_started(backend, leaver, cgroups, ws, tmpd):
+    """Nothing a long-lived helper started outlives `end_tree`, under Landlock (a subreaper) and
+    bwrap (a pid namespace), with and without the session cgroups (whose kill at close would
+    hide a miss)."""
+    limits = Limits() if cgroups == "cgroups" else Limits(processes=0, memory_mb=0)
+    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode=backend, limits=limits, name=sandbox_name()))
+    marker = f"codebelt-end-tree-{uuid.uuid4().hex[:12]}"
     try:
-        deadline = time.monotonic() + 30  # an interpreter's start on a loaded machine
-        while not _with(marker) and time.monotonic() < deadline and proc.poll() is None:
-            subprocess.run(["sleep", "0.05"])
-        err.seek(0)
-        assert _with(marker), f"the daemon did not start (helper {proc.poll()}): {err.read()[-2000:]!r}"
-        end_tree(proc.pid)
-        proc.wait(10)
-        for _ in range(100):
-            if not _with(marker):
-                break
-            subprocess.run(["sleep", "0.05"])
-        assert not _with(marker), "the daemon outlived its helper"
+        assert sb.jail.backend == backend, sb.jail.reason
+        wrap = sb.helper(HelperProfile("t", long_lived=True))
+        argv, env, preexec, *cleanup = wrap([SYSTEM_PYTHON, "-c", LEAVER_ROOT, LEAVER_PRELUDE + LEAVERS[leaver], marker],
+                                            ws, dict(os.environ))
+        proc = subprocess.Popen(argv, cwd=ws, env=env, preexec_fn=preexec, start_new_session=True,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            ready, _, _ = select.select([proc.stdout], [], [], 60)
+            line = proc.stdout.readline() if ready else b""
+            assert line == b"ready\n", (line, proc.poll(), proc.stderr.read() if proc.poll() is not None else "")
+            end_tree(proc.pid)
+            proc.wait(10)
+            assert _gone(marker) == [], f"{leaver}: outlived its helper"
+        finally:
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
+            proc.stderr.close()
+            _kill_all_with(marker)
+            for done in cleanup:
+                done()
     finally:
-        proc.kill()
-        err.close()
-        for done in cleanup:
-            done()
+        sb.close()
+
+
+def _kill_all_with(marker: str) -> None:
+    """Whatever a failed run left (a process that hops from pid to pid included): stopped and
+    killed until none is left."""
+    for _ in range(1000):
+        pids = _with(marker)
+        if not pids:
+            return
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for p in pids:
+                try:
+                    os.kill(p, sig)
+                except OSError:
+                    pass
+
+
+def _gone(marker: str) -> list[int]:
+    """The processes with `marker` still there once the killed ones had time to be reaped
+    (their parents reap them: the helper's own parent, init)."""
+    for _ in range(200):
+        if not [p for p in _with(marker) if not _zombie(p)]:
+            return []
+        time.sleep(0.05)
+    return [p for p in _with(marker) if not _zombie(p)]
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return True
+    return stat[stat.rfind(b")") + 2:][:1] in (b"Z", b"X")
 
 
 def _with(marker: str) -> list[int]:

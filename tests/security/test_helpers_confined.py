@@ -100,7 +100,25 @@ def target(ws, tmp_path):
     t.close()
 
 
-def test_a_language_server_is_jailed(backend, limits, target, ws):
+@pytest.fixture(params=["prompt", "descheduled"])
+def closing(request, monkeypatch) -> str:
+    """How the session's close runs: at once, or descheduled for a while before it ends the
+    server's tree, as on a loaded machine (a server that exits meanwhile, as one does when its
+    input closes, would hand its daemon to init)."""
+    if request.param == "descheduled":
+        from codebelt.intel.lsp import client
+
+        real = client.end_tree
+
+        def late(pid, *args, **kwargs):
+            time.sleep(0.5)
+            return real(pid, *args, **kwargs)
+
+        monkeypatch.setattr(client, "end_tree", late)
+    return request.param
+
+
+def test_a_language_server_is_jailed(backend, limits, closing, target, ws):
     (ws / "m.py").write_text("def helper(x):\n    return x\n")
     settings = {**target.settings, "sandbox": {"mode": backend, "limits": limits},
                 "lsp": {"autoDetect": False, "requestTimeoutMs": 5000, "startTimeoutMs": 10000,

@@ -13,6 +13,7 @@ ends a long-lived helper with everything it started, daemons included.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import sys
 import time
@@ -137,32 +138,50 @@ def _python_dirs() -> tuple[Path, ...]:
 
 
 # -- ending a helper with everything it started -------------------------------------------------
-def _parents() -> dict[int, int]:
-    """pid → parent pid of every process (Linux /proc)."""
-    out: dict[int, int] = {}
+# Without a pid namespace (Landlock) the tree is found in /proc, which is not one snapshot: it is
+# read process by process while the tree may change. What makes the answer exact:
+# - every process found is stopped, and a listing counts as the last one only once every process
+#   known is seen stopped (each thread in state T): SIGSTOP is delivered when the process next
+#   leaves the kernel, so one still running may be finishing a fork whose child the listing
+#   missed; a stopped process forks nothing, exits by itself never and reaps no child;
+# - the root stays alive and stopped until everything below it is dead: as a subreaper (or a pid
+#   namespace's first process) it receives whatever is orphaned meanwhile, and the tree is listed
+#   again after the kill until nothing below the root lives;
+# - every signal goes through a pidfd opened on a process whose start time matches the listing,
+#   so a pid reused by an unrelated process after an exit is never signalled.
+END_TREE_TIMEOUT = 5.0
+
+
+def _stat_fields(path: str) -> list[bytes] | None:
+    """The fields of a /proc stat file after the command name (state first), or None."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    # the command name is in parentheses and may hold anything: the fields follow the last ")"
+    return data[data.rfind(b")") + 2:].split()
+
+
+def _table() -> dict[int, tuple[int, int, bytes]]:
+    """pid → (parent pid, start time, state) of every process (Linux /proc). The parent pid is
+    the parent's thread group, so the children of every thread of a process are its children."""
+    out: dict[int, tuple[int, int, bytes]] = {}
     try:
         names = os.listdir("/proc")
     except OSError:
         return out
     for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                data = f.read()
-        except OSError:
-            continue
-        # the command name is in parentheses and may hold anything: the fields follow the last ")"
-        fields = data[data.rfind(b")") + 2:].split()
-        if len(fields) > 1:
-            out[int(name)] = int(fields[1])
+        if name.isdigit():
+            fields = _stat_fields(f"/proc/{name}/stat")
+            if fields and len(fields) > 19:
+                out[int(name)] = (int(fields[1]), int(fields[19]), fields[0][:1])
     return out
 
 
-def descendants(pid: int) -> list[int]:
-    """Every process below `pid`, parents before their children."""
+def _below(pid: int, table: dict[int, tuple[int, int, bytes]]) -> list[int]:
     children: dict[int, list[int]] = {}
-    for child, parent in _parents().items():
+    for child, (parent, _, _) in table.items():
         children.setdefault(parent, []).append(child)
     out: list[int] = []
     todo = list(children.get(pid, ()))
@@ -173,43 +192,143 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
-def _signal(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid`, parents before their children."""
+    return _below(pid, _table())
 
 
-def end_tree(pid: int, rounds: int = 50) -> None:
-    """Kill `pid` and every process below it. Each one is stopped first so that none can start
-    another while the tree is collected (stopped processes do not fork); the root goes last,
-    because while it lives, as a subreaper or a pid namespace's parent, nothing below it can be
-    orphaned away from it."""
-    _signal(pid, signal.SIGSTOP)
-    seen: set[int] = set()
-    for _ in range(rounds):
-        new = [p for p in descendants(pid) if p not in seen]
-        if not new:
-            break
-        for p in new:
-            _signal(p, signal.SIGSTOP)
-        seen.update(new)
-    for p in seen:
-        _signal(p, signal.SIGKILL)
-    _signal(pid, signal.SIGKILL)
-    _signal(pid, signal.SIGCONT)  # a stopped process takes SIGKILL anyway; this is for a traced one
-    deadline = time.monotonic() + 2.0
-    while seen and time.monotonic() < deadline:
-        seen = {p for p in seen if os.path.exists(f"/proc/{p}") and not _zombie(p)}
-        if seen:
-            time.sleep(0.01)
+class _Process:
+    """One process found in the tree, held by a pidfd: its number may be reused once it is
+    reaped, the pidfd never refers to another process."""
 
+    def __init__(self, pid: int, start: int | None):
+        self.pid = pid
+        self.fd: int | None = None
+        self.gone = False
+        try:
+            self.fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            self.gone = True
+            return
+        except OSError:
+            pass  # no pidfds (a kernel older than 5.3): plain signals, checked by start time
+        if start is not None and _start_time(pid) != start:
+            self.close()  # the number is another process's now: the one listed is gone
+            self.gone = True
 
-def _zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
+    def signal(self, sig: int) -> None:
+        if self.gone:
+            return
+        try:
+            if self.fd is not None:
+                signal.pidfd_send_signal(self.fd, sig)
+            else:
+                os.kill(self.pid, sig)
+        except OSError:
+            pass
+
+    def dead(self) -> bool:
+        """Exited (a zombie or reaped): whatever it had below it has been handed on already."""
+        if self.gone:
+            return True
+        if self.fd is not None:  # readable once the whole thread group has exited
+            poller = select.poll()
+            poller.register(self.fd, select.POLLIN)
+            return bool(poller.poll(0))
+        fields = _stat_fields(f"/proc/{self.pid}/stat")
+        return not fields or fields[0][:1] in (b"Z", b"X")
+
+    def quiet(self) -> bool:
+        """Every thread stopped, or exited, or waiting for a vfork child (which exists already,
+        and is listed and stopped itself): nothing this process does can change the tree."""
+        if self.dead():
+            return True
+        try:
+            tids = os.listdir(f"/proc/{self.pid}/task")
+        except OSError:
+            return True
+        for tid in tids:
+            fields = _stat_fields(f"/proc/{self.pid}/task/{tid}/stat")
+            state = fields[0][:1] if fields else b"X"
+            if state in (b"T", b"t", b"Z", b"X"):
+                continue
+            if state == b"D" and _in_vfork(self.pid, tid):
+                continue
+            return False
         return True
-    state = data[data.rfind(b")") + 2:][:1]
-    return state in (b"Z", b"X")
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _start_time(pid: int) -> int | None:
+    fields = _stat_fields(f"/proc/{pid}/stat")
+    return int(fields[19]) if fields and len(fields) > 19 else None
+
+
+def _in_vfork(pid: int, tid: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/task/{tid}/wchan") as f:
+            where = f.read()
+    except OSError:
+        return False
+    return where in ("kernel_clone", "wait_for_vfork_done", "do_fork", "_do_fork")
+
+
+def _wait(procs: "list[_Process]", done, deadline: float) -> None:
+    pause = 0.0005
+    while time.monotonic() < deadline and not all(done(p) for p in procs):
+        time.sleep(pause)
+        pause = min(pause * 2, 0.02)
+
+
+def end_tree(pid: int, timeout: float = END_TREE_TIMEOUT) -> None:
+    """Kill `pid` and every process below it. The caller has not reaped `pid` (its number is
+    still that process's). The root goes last, because while it lives, as a subreaper or a pid
+    namespace's first process, nothing below it can be orphaned away from it. Bounded by
+    `timeout` (a process stuck in the kernel that never stops): then whatever was found is
+    killed anyway."""
+    deadline = time.monotonic() + timeout
+    root = _Process(pid, None)
+    known: dict[tuple[int, int], _Process] = {}
+    try:
+        root.signal(signal.SIGSTOP)
+        _wait([root], _Process.quiet, deadline)
+        _collect(pid, known, deadline)
+        # Kill below the root first, the root still stopped: what they orphan as they die goes
+        # to the root, and is found by listing again once they are dead.
+        while True:
+            for p in known.values():
+                p.signal(signal.SIGKILL)
+            _wait(list(known.values()), _Process.dead, deadline)
+            table = _table()
+            if not any(table[q][2] not in (b"Z", b"X") for q in _below(pid, table)):
+                break
+            if time.monotonic() >= deadline:
+                break
+            _collect(pid, known, deadline)
+    finally:
+        root.signal(signal.SIGKILL)
+        root.signal(signal.SIGCONT)  # a stopped process takes SIGKILL anyway; this is for a traced one
+        root.close()
+        for p in known.values():
+            p.close()
+
+
+def _collect(pid: int, known: "dict[tuple[int, int], _Process]", deadline: float) -> None:
+    """Stop every process below `pid` into `known`, until a listing made once every process
+    known was seen stopped finds none new."""
+    while True:
+        table = _table()
+        new = []
+        for q in _below(pid, table):
+            key = (q, table[q][1])
+            if key not in known and table[q][2] not in (b"Z", b"X"):
+                known[key] = proc = _Process(q, key[1])
+                proc.signal(signal.SIGSTOP)
+                new.append(proc)
+        if not new or time.monotonic() >= deadline:
+            return
+        _wait(list(known.values()), _Process.quiet, deadline)

@@ -420,12 +420,14 @@ class LspClient:
                 self.request(lsp.SHUTDOWN, None, timeout)
             except Exception:  # noqa: BLE001 - closing: whatever it says, it is ended below
                 pass
-        self._die("closed")  # nothing more is written; the writer closes the server's input
-        # Not `exit`: a server that exits on its own leaves its orphans (a daemon it forked)
-        # to init. Killed with its whole tree, nothing it started outlives it. (Only while it is
-        # not reaped: a reaped pid may already be another process's.)
+        # Not `exit`, and its input still open: a server that exits on its own (as one does
+        # when its input closes) leaves its orphans (a daemon it forked) to init, since a
+        # subreaper that exits hands them on. Killed first with its whole tree while it still
+        # lives, nothing it started outlives it. (Only while it is not reaped: a reaped pid may
+        # already be another process's.)
         if self.proc.poll() is None:
             end_tree(self.proc.pid)
+        self._die("closed")  # nothing more is written; the writer closes the server's input
         try:
             self.proc.wait(max(timeout, 0.5))
         except subprocess.TimeoutExpired:
