@@ -4,6 +4,7 @@ background builds, cursor lookups, bad input."""
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import threading
 from pathlib import Path
@@ -388,3 +389,55 @@ def test_symbols_are_ranked_exact_then_prefix_then_substring_then_the_rest():
     syms = [Symbol(n, "function", Path("m.py"), i + 1, 1, i + 1) for i, n in enumerate(names)]
     assert [s.name for s in rank_symbols(syms, "get_domain")] == [
         "get_domain", "Get_Domain", "get_domains", "get_domain_literal", "forget_domain", "go_extract_domain"]
+
+
+def test_close_returns_while_a_parse_blocks_and_the_build_stops_at_its_next_file(make_index, tmp_path, monkeypatch):
+    """A close does not wait on a build whose parse blocks: it returns saying so, the build
+    stops before its next file once the parse returns, stores what it parsed and closes the
+    index itself."""
+    from codebelt.intel import index, pool
+
+    monkeypatch.setattr(index, "CLOSE_WAIT", 0.2, raising=False)
+    root = tmp_path / "ws"
+    root.mkdir()
+    for i in range(6):
+        (root / f"m{i}.py").write_text(f"def f{i}():\n    return {i}\n")
+    real = pool.parse_one
+    parsed: list[str] = []
+    blocked, release = threading.Event(), threading.Event()
+
+    def blocking(job, max_bytes):
+        parsed.append(job.rel)
+        if len(parsed) == 2:
+            blocked.set()
+            release.wait(120)
+        return real(job, max_bytes)
+
+    monkeypatch.setattr(pool, "parse_one", blocking)
+    ix = make_index(root)  # one worker: files are parsed in the build thread
+    ix.start()
+    assert blocked.wait(60), "the build never reached its second file"
+    build = ix._thread
+    said: list[str | None] = []
+    closer = threading.Thread(target=lambda: said.append(ix.close()), daemon=True)
+    closer.start()
+    closer.join(60)
+    try:
+        assert not closer.is_alive(), "close waited for a parse that blocks"
+        assert said[0] is not None and "Nothing is lost" in said[0], said
+        assert build.is_alive()
+        with pytest.raises(IntelError, match="closed"):
+            ix.definitions("f0")
+    finally:
+        release.set()
+    build.join(60)
+    assert not build.is_alive(), "the build did not stop after its blocked parse"
+    assert len(parsed) == 2, parsed  # stopped before its next file
+    db = sqlite3.connect(ix._store.path)
+    try:
+        stored = sorted(r[0] for r in db.execute("SELECT path FROM files"))
+    finally:
+        db.close()
+    assert stored == sorted(parsed), stored  # the blocked file's result was committed too
+    with pytest.raises(sqlite3.ProgrammingError):
+        ix._store.writer.execute("SELECT 1")  # closed by the build as it ended

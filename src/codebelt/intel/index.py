@@ -45,6 +45,9 @@ COMMIT_EVERY = 0.5  # seconds between commits during a build: queries see progre
 # indexed and says the index is still being built.
 MAX_AGE = 1.0
 REFRESH_WAIT = 2.0
+# How long close() waits for a build to stop (it stops before its next file; one parse is
+# bounded by the parse budget, a blocked one is left behind in its daemon thread).
+CLOSE_WAIT = 5.0
 KIND_ORDER = {"class": 0, "interface": 0, "struct": 0, "trait": 0, "enum": 1, "type": 1,
               "function": 2, "method": 2, "module": 3, "macro": 3, "constant": 4, "variable": 5,
               "field": 6}
@@ -187,6 +190,10 @@ class CodeIndex:
         self.derived: dict[str, tuple[int, object]] = {}
         self.last_refresh: RefreshStats | None = None
         self._closed = False
+        # a build (background or a caller's refresh) holding the store, and whether close()
+        # left it to close the store when it stops
+        self._builder_active = False
+        self._close_when_built = False
         self._local = threading.local()  # .reads: what the answer being computed here reads
 
     # -- building --------------------------------------------------------------------------------
@@ -195,7 +202,7 @@ class CodeIndex:
         """Build or refresh in a background thread (no-op while one is running)."""
         self._check_open()
         with self._state_lock:
-            if self._thread is not None and self._thread.is_alive():
+            if self._closed or self._thread is not None and self._thread.is_alive():
                 return
             self._building = True
             self._thread = threading.Thread(target=self._background, name="codebelt-intel-index",
@@ -212,7 +219,9 @@ class CodeIndex:
 
     def _background(self) -> None:
         try:
-            self._warm_up()
+            with self._build_lock:  # a close waits for the warm-up as for a build: both read the store
+                if not self._closed:
+                    self._warm_up()
             self.refresh()
         except Exception as e:  # reported through notes: a background thread has no caller
             self._build_error = f"{type(e).__name__}: {e}"
@@ -368,6 +377,9 @@ class CodeIndex:
         """Bring the index up to date with the files on disk; returns what it did."""
         self._check_open()
         with self._build_lock:
+            with self._state_lock:
+                self._check_open()  # closed while this waited for the lock
+                self._builder_active = True
             self._building = True
             started = time.monotonic()
             try:
@@ -377,6 +389,11 @@ class CodeIndex:
                 raise
             finally:
                 self._building = False
+                with self._state_lock:
+                    self._builder_active = False
+                    close_store = self._close_when_built
+                if close_store:  # close() did not wait for this build: it ends here
+                    self._store.close()
             self._built_once = True
             self._refreshed_at = started
             self._build_error = None
@@ -903,15 +920,33 @@ class CodeIndex:
         if self._closed:
             raise IntelError("the code index is closed")
 
-    def close(self) -> None:
-        if self._closed:
-            return
+    def close(self, wait: float | None = None) -> str | None:
+        """Close the index. A build under way is told to stop, which it does before its next
+        file (the listing, bounded by its own timeout, is waited for); close waits for it at
+        most `wait` seconds. A build still busy then (a parse that blocks) is left to stop in
+        its daemon thread, and closes the store itself when it does: nothing is lost — what it
+        parsed is stored and committed then, and what it had not is parsed at the next build.
+        Returns None, or the sentence that says so when the build was left running."""
+        wait = CLOSE_WAIT if wait is None else wait
+        with self._state_lock:
+            if self._closed:
+                return None
+            self._closed = True  # no build starts from now on
         self._stop.set()
-        t = self._thread
-        if t is not None:
-            t.join()
-        self._store.close()
-        self._closed = True
+        if self._build_lock.acquire(timeout=max(wait, 0.0)):
+            try:
+                self._store.close()
+            finally:
+                self._build_lock.release()
+            return None
+        with self._state_lock:
+            if self._builder_active:
+                self._close_when_built = True
+                return (f"the code index build did not stop within {wait:g} s (a file is still being "
+                        "parsed); it stops before its next file and closes the index then. Nothing is "
+                        "lost: what it parsed is stored, what it had not is parsed at the next build.")
+        self._store.close()  # the build ended between the wait and now
+        return None
 
     def __enter__(self) -> "CodeIndex":
         return self
