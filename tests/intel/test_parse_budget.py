@@ -1,10 +1,12 @@
 """A file whose parse is a grammar's worst case (tree-sitter-python: code followed by thousands of
-comment lines, seconds per 8,000 and quadratic) is skipped once its time budget is spent — by the
+comment lines, seconds per 8,000 and quadratic) is skipped once its budget of CPU time is spent — by the
 index (in process and in worker processes), the tools that parse the file under the cursor, and
 syntax checks — with a reason, while the other files are answered as usual. The budget is
 lowered here so that the slow case costs a fraction of a second, not a minute."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 
@@ -21,10 +23,44 @@ def small_budget(monkeypatch):
 
 
 def test_the_slow_case_is_cut_short_and_an_ordinary_file_is_not():
-    with pytest.raises(ParseTooSlow, match="longer than 0.2 s"):
+    with pytest.raises(ParseTooSlow, match="longer than 0.2 s of CPU time"):
         languages.parse("python", SLOW.encode())
     tree = languages.parse("python", FINE.encode())
     assert tree.root_node.end_byte == len(FINE) and not tree.root_node.has_error
+
+
+class _Descheduled:
+    """The clock of a thread taken off the CPU for `seconds` right after its parse began: wall
+    time jumps, the thread's CPU time does not."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.calls = seconds, 0
+
+    def monotonic(self) -> float:
+        self.calls += 1
+        return time.monotonic() + (self.seconds if self.calls > 1 else 0.0)
+
+    thread_time = staticmethod(time.thread_time)
+
+
+def test_a_descheduled_parse_is_not_too_slow(monkeypatch):
+    """At load ~8 a thread gets a fraction of a core: the budget is the CPU time it used, so an
+    ordinary file is parsed however long the thread waited."""
+    clock = _Descheduled(20.0)  # 100 times the budget, within the wall-clock bound
+    monkeypatch.setattr(languages, "time", clock)
+    source = (FINE + "padding = 1\n" * 20000).encode()  # several chunks: the clock is read again
+    tree = languages.parse("python", source)
+    assert clock.calls > 1
+    assert tree.root_node.end_byte == len(source) and not tree.root_node.has_error
+
+
+def test_a_parse_past_the_wall_clock_bound_is_skipped(monkeypatch):
+    """A parse that makes no progress at all is still bounded, by a wall clock many times the
+    budget."""
+    monkeypatch.setattr(languages, "time", _Descheduled(languages.PARSE_WALL_S + 1))
+    source = (FINE + "padding = 1\n" * 20000).encode()
+    with pytest.raises(ParseTooSlow, match=r"longer than 30 s \(the machine too busy"):
+        languages.parse("python", source)
 
 
 def test_a_tree_reads_its_text_whole_after_the_budget_has_passed(monkeypatch):

@@ -8,7 +8,10 @@ kept one per thread; `Language` and `Query` objects are immutable and shared.
 Every parse is bounded in time (`parse`): a grammar's worst case is not linear (code followed by
 8,000 comment lines takes tree-sitter-python 5 s, 16,000 about four times that), and a parse
 holds the interpreter, so one hostile file would stop every thread of a session. The source is
-handed to the parser in chunks by a callback that ends the input once the budget is spent.
+handed to the parser in chunks by a callback that ends the input once the budget is spent. The
+budget is the parsing thread's CPU time, so that a loaded machine, which deschedules the thread,
+does not make an ordinary file "too slow"; a wall-clock bound many times larger stays for a parse
+that makes no progress at all.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from tree_sitter import Language, Parser, Query, Tree
 
 from ..errors import ParseTooSlow, UnknownLanguage
 
-PARSE_BUDGET_S = 2.0  # a 10,000-line file takes ~0.1 s
+PARSE_BUDGET_S = 2.0  # CPU seconds of the parsing thread; a 10,000-line file takes ~0.1 s
+PARSE_WALL_S = 30.0  # wall-clock seconds, whatever the load
 _CHUNK = 64 * 1024
 _TEXT_CHUNK = 256
 
@@ -93,11 +97,13 @@ def parser(language: str) -> Parser:
 
 
 def parse(language: str, data: bytes, budget_s: float | None = None) -> Tree:
-    """`data` parsed as `language` by this thread's parser, within `budget_s` seconds
-    (PARSE_BUDGET_S by default); ParseTooSlow past it."""
+    """`data` parsed as `language` by this thread's parser, within `budget_s` seconds of this
+    thread's CPU time (PARSE_BUDGET_S by default) and PARSE_WALL_S of wall-clock time;
+    ParseTooSlow past either."""
     budget_s = PARSE_BUDGET_S if budget_s is None else budget_s
-    deadline = time.monotonic() + budget_s
-    over = False
+    cpu_deadline = time.thread_time() + budget_s
+    wall_deadline = time.monotonic() + max(PARSE_WALL_S, budget_s)
+    over: str | None = None
     parsing = True
 
     def read(offset: int, _point: object) -> bytes:
@@ -107,16 +113,19 @@ def parse(language: str, data: bytes, budget_s: float | None = None) -> Tree:
             # small chunk, or every identifier's text would copy 64 KB; and no deadline, or
             # text read two seconds after the parse would come back empty.
             return data[offset:offset + _TEXT_CHUNK]
-        if over or time.monotonic() > deadline:
-            over = True
+        if over is None:
+            if time.thread_time() > cpu_deadline:
+                over = f"longer than {budget_s:g} s of CPU time (a worst case of the {language} grammar)"
+            elif time.monotonic() > wall_deadline:
+                over = f"longer than {max(PARSE_WALL_S, budget_s):g} s (the machine too busy to parse it)"
+        if over is not None:
             return b""  # the end of the input: the parser finishes at once
         return data[offset:offset + _CHUNK]
 
     tree = parser(language).parse(read)
     parsing = False
-    if over:
-        raise ParseTooSlow(f"parsing this file took longer than {budget_s:g} s (a worst case of "
-                           f"the {language} grammar); it is skipped")
+    if over is not None:
+        raise ParseTooSlow(f"parsing this file took {over}; it is skipped")
     return tree
 
 
