@@ -93,6 +93,14 @@ LEAVERS = {
     "spawns-big": ("if os.fork(): os._exit(0)\nheap = b'x' * (256 << 20)\nn = 0\n"
                    "while True:\n    if os.fork() == 0:\n        time.sleep(300); os._exit(0)\n"
                    "    n += 1\n    if n == 3: ready()"),
+    # the first thread of the intermediate exits (pthread_exit): the process shows as a zombie
+    # while its threads run on, and fork
+    "leader-gone": ("import ctypes, threading\nif os.fork(): os._exit(0)\n"
+                    "def run(first):\n    time.sleep(0.3)\n"
+                    "    if os.fork() == 0:\n        os.setsid(); time.sleep(300); os._exit(0)\n"
+                    "    if first:\n        time.sleep(0.2); ready()\n    time.sleep(300)\n"
+                    "ts = [threading.Thread(target=run, args=(i == 0,)) for i in range(2)]\n"
+                    "[t.start() for t in ts]\nctypes.CDLL(None).pthread_exit(None)"),
     # the intermediate parent is multi-threaded: threads busy, each thread forks a daemon
     "threads": ("import threading\nif os.fork(): os._exit(0)\n"
                 "def run():\n    if os.fork() == 0:\n        os.setsid(); time.sleep(300); os._exit(0)\n"
@@ -145,7 +153,8 @@ def test_end_tree_ends_everything_a_helper_started(backend, leaver, cgroups, ws,
 def _kill_all_with(marker: str) -> None:
     """Whatever a failed run left (a process that hops from pid to pid included): stopped and
     killed until none is left."""
-    for _ in range(1000):
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
         pids = _with(marker)
         if not pids:
             return
@@ -160,7 +169,8 @@ def _kill_all_with(marker: str) -> None:
 def _gone(marker: str) -> list[int]:
     """The processes with `marker` still there once the killed ones had time to be reaped
     (their parents reap them: the helper's own parent, init)."""
-    for _ in range(200):
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
         if not [p for p in _with(marker) if not _zombie(p)]:
             return []
         time.sleep(0.05)
@@ -168,22 +178,29 @@ def _gone(marker: str) -> list[int]:
 
 
 def _zombie(pid: int) -> bool:
+    """Every thread of it exited (its parent has yet to reap it)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
+        tasks = os.listdir(f"/proc/{pid}/task")
+        states = [Path(f"/proc/{pid}/task/{t}/stat").read_bytes() for t in tasks]
     except OSError:
         return True
-    return stat[stat.rfind(b")") + 2:][:1] in (b"Z", b"X")
+    return all(st[st.rfind(b")") + 2:][:1] in (b"Z", b"X") for st in states)
 
 
 def _with(marker: str) -> list[int]:
+    """The processes whose command line holds `marker` — read through each thread, since a
+    process whose first thread exited shows an empty one."""
     out = []
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
-                if marker.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    out.append(int(pid))
+                lines = [Path(f"/proc/{pid}/cmdline").read_bytes()]
+                if not lines[0]:
+                    lines += [Path(f"/proc/{pid}/task/{t}/cmdline").read_bytes() for t in os.listdir(f"/proc/{pid}/task")]
             except OSError:
-                pass
+                continue
+            if any(marker.encode() in line for line in lines):
+                out.append(int(pid))
     return out
 
 

@@ -192,6 +192,22 @@ def _below(pid: int, table: dict[int, tuple[int, int, bytes]]) -> list[int]:
     return out
 
 
+def _lives(pid: int, state: bytes) -> bool:
+    """Whether a process listed in `state` still runs code: a thread group whose first thread
+    exited shows that thread's zombie state while its other threads run on."""
+    if state not in (b"Z", b"X"):
+        return True
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for tid in tids:
+        fields = _stat_fields(f"/proc/{pid}/task/{tid}/stat")
+        if fields and fields[0][:1] not in (b"Z", b"X"):
+            return True
+    return False
+
+
 def descendants(pid: int) -> list[int]:
     """Every process below `pid`, parents before their children."""
     return _below(pid, _table())
@@ -304,7 +320,7 @@ def end_tree(pid: int, timeout: float = END_TREE_TIMEOUT) -> None:
                 p.signal(signal.SIGKILL)
             _wait(list(known.values()), _Process.dead, deadline)
             table = _table()
-            if not any(table[q][2] not in (b"Z", b"X") for q in _below(pid, table)):
+            if not any(_lives(q, table[q][2]) for q in _below(pid, table)):
                 break
             if time.monotonic() >= deadline:
                 break
@@ -325,7 +341,7 @@ def _collect(pid: int, known: "dict[tuple[int, int], _Process]", deadline: float
         new = []
         for q in _below(pid, table):
             key = (q, table[q][1])
-            if key not in known and table[q][2] not in (b"Z", b"X"):
+            if key not in known and _lives(q, table[q][2]):
                 known[key] = proc = _Process(q, key[1])
                 proc.signal(signal.SIGSTOP)
                 new.append(proc)
