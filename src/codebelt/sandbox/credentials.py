@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 # (path under HOME, what it holds). "xdg:" paths are under $XDG_CONFIG_HOME (default ~/.config).
@@ -86,12 +87,15 @@ def _homes() -> tuple[Path, Path]:
     return home, xdg
 
 
-def credential_paths() -> list[Path]:
+def credential_paths(consult: "Callable[[str], None] | None" = None) -> list[Path]:
     """The credential files of the table that exist now (symlinks included: masks land on their
-    targets), plus git's global configuration files."""
+    targets), plus git's global configuration files. `consult`: told each directory the answer
+    depends on, before it is looked in (watched.py)."""
     home, xdg = _homes()
     if home == Path("/"):
         return []
+    if consult is not None:
+        _consult_all(home, xdg, consult)
     # by string, and a lstat only where the entry's first name is in its directory's listing:
     # this runs as every jailed command starts, and most homes hold few of these
     out: dict[str, None] = {}
@@ -110,6 +114,20 @@ def credential_paths() -> list[Path]:
         if os.path.lexists(p):
             out[p] = None
     return [Path(p) for p in out]
+
+
+def _consult_all(home: Path, xdg: Path, consult: "Callable[[str], None]") -> None:
+    """Every directory `credential_paths` looks in: those its two bases resolve through, the
+    bases themselves (listed), and those each entry of the table resolves through (a missing
+    one's directory included: its creation there is a change)."""
+    from .jail import resolved_outside
+
+    for base in (home, xdg):
+        real = resolved_outside(str(base), (), consult=consult)
+        if real is not None:
+            consult(real)
+    for entry in [*(e for e, _ in CREDENTIAL_FILES), *GITCONFIG_FILES]:
+        resolved_outside(str(_resolve(entry, home, xdg)), (), directory=False, consult=consult)
 
 
 def gitconfig_paths() -> list[Path]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from .landlock import Grant
@@ -59,20 +59,28 @@ PROC_ENTRIES = ("cpuinfo", "meminfo", "stat", "uptime", "loadavg", "version", "f
                 "crypto", "devices", "partitions", "interrupts", "softirqs", "cmdline")
 
 
-def path_dirs(path_var: str | None, home: str | None, untrusted: "Iterable[Path | str]" = ()) -> list[Path]:
+def path_dirs(path_var: str | None, home: str | None, untrusted: "Iterable[Path | str]" = (),
+              consult: "Callable[[str], None] | None" = None) -> list[Path]:
     """Absolute directories on PATH worth binding: existing, not / and not the home directory or
     one of its parents (that would expose the home itself), and reached through none of
     `untrusted` — the directories a command may write (workspace roots, additional directories,
     the session's TMPDIR). What lies there is visible through its root already; a link there is
     the repository's to aim anywhere (an activated `.venv/bin` replaced by a link to ~/.ssh, a
     parent `tools -> ~`, `link/..`), and binding its target would show what the jail hides. A
-    relative entry (`.`, `bin`) is resolved against the command's directory: never bound."""
+    relative entry (`.`, `bin`) is resolved against the command's directory: never bound.
+    `consult`: told each directory the answer depends on, before it is looked in (watched.py)."""
     out: dict[Path, None] = {}  # in order, each once
+    if consult is not None and home:
+        _outside_walk(home, (), consult=consult)
     home_real = _real_dir(home) if home else None
     avoid = tuple(str(u).rstrip("/") or "/" for u in untrusted)
     for entry in (path_var or "").split(":"):
         if not entry.startswith("/"):
             continue
+        if consult is not None:
+            # the directories its resolution looks in, up to a writable one: an entry whose walk
+            # reaches one is left out whatever lies beyond (and those change all the time)
+            _outside_walk(entry, avoid, consult=consult)
         real = _real_dir(entry)
         if real is None or real == "/":
             continue
@@ -106,15 +114,18 @@ def _real_dir(path: str) -> str | None:
     return real if real.startswith("/") else None  # "(deleted)" or a path outside this root
 
 
-def resolved_outside(entry: str, avoid: "Iterable[Path | str]", directory: bool = True) -> str | None:
+def resolved_outside(entry: str, avoid: "Iterable[Path | str]", directory: bool = True,
+                     consult: "Callable[[str], None] | None" = None) -> str | None:
     """The real path of `entry` (a directory, unless not `directory`), resolved one component at
     a time as the kernel does (a link's target read and walked in its place, `..` the parent of
     where the walk is), or None when a step lands in one of `avoid` (where a command may plant a
-    link, or swap a directory for one), it does not exist, or links loop."""
-    return _outside_walk(entry, tuple(str(u).rstrip("/") or "/" for u in avoid), directory)
+    link, or swap a directory for one), it does not exist, or links loop. `consult`: told each
+    directory (a real path) before an entry of it is looked at."""
+    return _outside_walk(entry, tuple(str(u).rstrip("/") or "/" for u in avoid), directory, consult)
 
 
-def _outside_walk(entry: str, avoid: tuple[str, ...], directory: bool = True) -> str | None:
+def _outside_walk(entry: str, avoid: tuple[str, ...], directory: bool = True,
+                  consult: "Callable[[str], None] | None" = None) -> str | None:
     todo = entry.split("/")[::-1]  # a stack: the next component last
     here = ""  # "" is /
     links = 0
@@ -128,6 +139,8 @@ def _outside_walk(entry: str, avoid: tuple[str, ...], directory: bool = True) ->
         step = f"{here}/{name}"
         if _covered(step, avoid):
             return None
+        if consult is not None:
+            consult(here or "/")
         try:
             mode = os.lstat(step).st_mode
             if stat.S_ISLNK(mode):

@@ -44,6 +44,7 @@ from .credentials import MAX_GITCONFIG, credential_paths, filtered_gitconfig, gi
 from .helpers import HelperProfile, helper_env, python_dirs
 from .limits import MemoryCap, ProcessCap, apply_rlimits, rlimits
 from .protected import placeholders
+from .watched import WatchedLookups
 
 if TYPE_CHECKING:
     from ..network.proxy import Attachment
@@ -168,6 +169,7 @@ class Sandbox:
         self._sandbox_resident = None  # resident_sandbox.ResidentSandbox: where sandboxed commands start
         self._split_in_roots: list[Path] = []  # writable directories the last masked Landlock rules split
         self._private: Path | None = None  # filtered copies of the user's git configuration
+        self._lookups = WatchedLookups()  # PATH directories and credential files, kept while unchanged
         status = self._select()
         self.jail = self._select_jail(status)
         self._jail_caps()
@@ -288,7 +290,7 @@ class Sandbox:
 
         def masks() -> list[Path]:
             out = list(masked()) if masked is not None else []
-            return out + credential_paths() if unasked else out
+            return out + self._credentials() if unasked else out
 
         return lambda argv, cwd, env: self._wrap(backend, list(argv), Path(cwd), dict(env), masked=masks(),
                                                  unasked=unasked, network=network)
@@ -497,9 +499,26 @@ class Sandbox:
 
     def _readable_extra(self, env: dict) -> list[Path]:
         """The PATH directories a jailed program may read: none reached through a directory a
-        command may write (jail.path_dirs)."""
-        return _jail.path_dirs(env.get("PATH", os.environ.get("PATH")), env.get("HOME", os.environ.get("HOME")),
-                               self.config.writable)
+        command may write (jail.path_dirs); kept while no directory they were resolved through
+        changed (watched.py)."""
+        path_var, home = env.get("PATH", os.environ.get("PATH")), env.get("HOME", os.environ.get("HOME"))
+        writable = tuple(self.config.writable)
+        return list(self._lookups.get(("path", path_var, home, writable),
+                                      lambda consult: _jail.path_dirs(path_var, home, writable, consult)))
+
+    def _secrets(self) -> list[str]:
+        """The paths of /etc's secrets (jail.SECRETS) that exist now, kept like the PATH directories."""
+        def lookup(consult):
+            for secret in _jail.SECRETS:
+                _jail.resolved_outside(secret, (), directory=False, consult=consult)
+            return [secret for secret in _jail.SECRETS if os.path.lexists(secret)]
+
+        return self._lookups.get(("secrets",), lookup)
+
+    def _credentials(self) -> list[Path]:
+        """The user's credential files (credentials.py), kept like the PATH directories."""
+        key = ("credentials", os.environ.get("HOME"), os.environ.get("XDG_CONFIG_HOME"))
+        return list(self._lookups.get(key, credential_paths))
 
     def jail_wrapper(self, masked: "list[Path] | tuple[Path, ...]" = ()) -> Wrapper | None:
         """The read-only jail's wrapper (None: no jail here). `masked`: paths to hide (the
@@ -510,7 +529,7 @@ class Sandbox:
         masked = list(masked)
         # the user's credential files too: nothing in the jail needs them (its HOME is a scratch)
         return lambda argv, cwd, env: self._wrap_jail(backend, list(argv), Path(cwd), dict(env),
-                                                      [*masked, *credential_paths()], resident=True)
+                                                      [*masked, *self._credentials()], resident=True)
 
     def helper(self, profile: HelperProfile, masked: "list[Path] | tuple[Path, ...]" = ()) -> Wrapper | None:
         """The wrapper that runs a helper program (helpers.py) in the read-only jail, with its
@@ -520,7 +539,7 @@ class Sandbox:
             return None
         masked = list(masked)
         return lambda argv, cwd, env: self._wrap_jail(backend, list(argv), Path(cwd), helper_env(env, profile),
-                                                      [*masked, *credential_paths()], profile)
+                                                      [*masked, *self._credentials()], profile)
 
     def _helper_backend(self, profile: HelperProfile) -> str | None:
         backend = self.jail.backend
@@ -643,7 +662,7 @@ class Sandbox:
             "writable": [scratch, *_jail.STAGE_DEVICES],  # as prepared (_start_resident)
             # as they are now: the masked paths (a link's target), and a secret that appeared
             # since the resident started
-            "masks": [*(s for s in _jail.SECRETS if s not in resident.masked_at_start and os.path.lexists(s)),
+            "masks": [*(s for s in self._secrets() if s not in resident.masked_at_start),
                       *([str(m), _jail.cover_where(m, self.config.writable)] for m in _jail.mask_targets(masked))],
         }
 
@@ -878,6 +897,7 @@ class Sandbox:
         if self._private is not None:
             shutil.rmtree(self._private, ignore_errors=True)
             self._private = None
+        self._lookups.close()
         for p in reversed(self._made):
             try:
                 p.rmdir()  # only if still empty
