@@ -250,3 +250,50 @@ def test_the_table_is_looked_up_in_the_home_and_xdg_directories(home, monkeypatc
     for nowhere in ("/", ""):
         monkeypatch.setenv("HOME", nowhere)
         assert credential_paths() == []
+
+
+# A credential file reached through a linked directory (a dotfiles manager folds `~/.aws` into
+# one link), the link's target in the workspace: the jail shows the workspace, not the home, so
+# the file is visible there at its real path alone. name -> (the home's link, the real directory
+# in the workspace, the file inside, its table entry)
+FOLDED = {
+    "a credential directory": (".aws", "dotfiles/aws", "credentials", ".aws/credentials"),
+    "a directory holding one": (".docker", "dotfiles/docker", "config.json", ".docker/config.json"),
+    "the XDG directory": (".config", "dotfiles/config", "gh/hosts.yml", "xdg:gh/hosts.yml"),
+    "a directory of secrets": (".ssh", "dotfiles/ssh", "id_ed25519", ".ssh"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FOLDED))
+@pytest.mark.parametrize("how", ["jail", "jail-one-shot", "jail-landlock", "sandbox", "sandbox-one-shot"])
+def test_a_credential_file_through_a_linked_directory_into_the_workspace_is_masked(name, how, tmp_path, monkeypatch):
+    from ..sandbox.conftest import jailed
+
+    backend = "landlock" if how == "jail-landlock" else "bwrap"
+    if how.startswith("sandbox"):
+        write_sandbox("bwrap-one-shot" if how.endswith("one-shot") else "bwrap", monkeypatch)
+    elif backend_unusable(backend):
+        pytest.skip(f"{backend} cannot work here")
+    link, real, inner, entry = FOLDED[name]
+    home, ws, tmpd = tmp_path / "home", tmp_path / "ws", tmp_path / "t"
+    for d in (home, ws / real / os.path.dirname(inner), tmpd):
+        d.mkdir(parents=True, exist_ok=True)
+    (ws / real / inner).write_text(_secret(entry) + "\n")
+    (ws / "plain.txt").write_text("plain\n")
+    (home / link).symlink_to(ws / real)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd, mode=backend, name="codebelt-test"))
+    try:
+        command = f"cat plain.txt {real}/{inner}; grep -r SECRET . 2>/dev/null; true"
+        if how.startswith("sandbox"):
+            out = _sandboxed(sb.wrapper(lambda: [], unasked=True), command, ws)
+        else:
+            if sb.jail.backend != backend:
+                pytest.skip(f"no {backend} jail here: {sb.jail.reason}")
+            sb.one_shot = how == "jail-one-shot"
+            out = jailed(sb, command, ws).stdout
+    finally:
+        sb.close()
+    assert out.startswith("plain\n"), out  # the command ran and read the workspace
+    assert _secret(entry) not in out, out

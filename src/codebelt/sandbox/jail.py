@@ -183,18 +183,21 @@ def _covered(p: "Path | str", dirs: "list[Path] | tuple[Path | str, ...]") -> bo
 
 
 def mask_targets(masked: "list[Path] | tuple[Path, ...]") -> list[Path]:
-    """The paths to cover for `masked`: each one, or for a symlink the path it leads to (a
-    mount lands on the target; the link's name then leads to the cover). A link into the system
-    directories is left alone: nothing there is a secret of the user's, and covering a library a
-    planted link names would only break every program."""
+    """The paths to cover for `masked`: each one as it really is, every link on its way followed
+    (a mount lands on the target; a name through the link then leads to the cover). Not only a
+    link at the end: the jail shows only some directories, and `~/.aws/credentials` with `~/.aws`
+    a link into the workspace (a dotfiles manager folding the directory) is visible in the jail
+    at the link's target alone. A link into the system directories is left alone: nothing there
+    is a secret of the user's, and covering a library a planted link names would only break every
+    program."""
     out: dict[Path, None] = {}  # in order, each once
     for p in masked:
         p = p if isinstance(p, Path) else Path(p)
-        if os.path.islink(p):
-            real = Path(os.path.realpath(p))
-            if not os.path.lexists(real) or _covered(real, SYSTEM_PATHS) or real == Path("/"):
+        real = os.path.realpath(p)
+        if real != str(p):
+            if not os.path.lexists(real) or _covered(real, SYSTEM_PATHS) or real == "/":
                 continue
-            p = real
+            p = Path(real)
         out[p] = None
     return list(out)
 

@@ -515,6 +515,15 @@ class Sandbox:
 
         return self._lookups.get(("secrets",), lookup)
 
+    def _mask_targets(self, masked: list[Path]) -> list[Path]:
+        """jail.mask_targets, kept like the PATH directories (a realpath of each masked path)."""
+        def lookup(consult):
+            for p in masked:
+                _jail.resolved_outside(str(p), (), directory=False, consult=consult)
+            return _jail.mask_targets(masked)
+
+        return self._lookups.get(("mask targets", tuple(masked)), lookup)
+
     def _credentials(self) -> list[Path]:
         """The user's credential files (credentials.py), kept like the PATH directories."""
         key = ("credentials", os.environ.get("HOME"), os.environ.get("XDG_CONFIG_HOME"))
@@ -663,7 +672,7 @@ class Sandbox:
             # as they are now: the masked paths (a link's target), and a secret that appeared
             # since the resident started
             "masks": [*(s for s in self._secrets() if s not in resident.masked_at_start),
-                      *([str(m), _jail.cover_where(m, self.config.writable)] for m in _jail.mask_targets(masked))],
+                      *([str(m), _jail.cover_where(m, self.config.writable)] for m in self._mask_targets(masked))],
         }
 
         return resident.launcher(request)
