@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import array
 import json
+import marshal
 import os
 import select
 import signal
@@ -120,7 +121,7 @@ class ResidentJail:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         mine.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         try:
-            payload = json.dumps({**request, "fds": list(fds)}).encode()
+            payload = marshal.dumps({**request, "fds": list(fds)})  # resident.py: codebelt's own interpreter reads it
             if len(payload) > MAX_REQUEST:
                 raise ResidentUnavailable("request too large")
             attached = array.array("i", [theirs.fileno(), *fds.values()])
