@@ -570,8 +570,6 @@ class Sandbox:
         in the session's resident jail instead (resident.py) — the tuple itself still describes a
         one-shot jail for callers that spawn it themselves."""
         c = self.config
-        cap, memory = self.cap, self.memory
-        pairs = rlimits(c.limits, cap.nproc_limit() if cap else None, memory.address_space if memory else None)
         system = profile is None or profile.system
         readable = list(profile.readable) if profile is not None else []
         if system:
@@ -585,9 +583,16 @@ class Sandbox:
                 script_dir = True
         # bwrap must fork its sandbox: its pid namespace ends whatever the helper starts instead
         no_processes = profile is not None and profile.no_processes and backend not in ("bwrap", "jail-bwrap")
-        sockets = self._socket_filter(backend, jailed=True, no_processes=no_processes)
-        install = sockets.install_in_child if sockets else None
         cgroups = profile is None or profile.cgroups
+
+        def limits_and_filter() -> tuple:
+            """The process's limits and its socket filter's installer: for what codebelt spawns
+            (a one-shot jail, the resident), not for a command the resident takes."""
+            cap, memory = self.cap, self.memory
+            pairs = rlimits(c.limits, cap.nproc_limit() if cap else None, memory.address_space if memory else None)
+            sockets = self._socket_filter(backend, jailed=True, no_processes=no_processes)
+            return pairs, (sockets.install_in_child if sockets else None)
+
         if backend in ("bwrap", "jail-bwrap"):
             scratch = _jail.scratch_in_jail([*c.writable_roots, *readable])
             if system:
@@ -604,7 +609,7 @@ class Sandbox:
             # not a command with its script's directory to show: the resident's view is fixed at
             # its start, and would keep that directory for every later command
             if resident and profile is None and self._stage_abi and not script_dir:
-                launch = self._resident_launch(readable, scratch, pairs, install, argv, cwd, env, masked)
+                launch = self._resident_launch(readable, scratch, limits_and_filter, argv, cwd, env, masked)
 
             def one_shot() -> tuple:
                 markers = profile.markers if profile is not None else ()
@@ -624,10 +629,12 @@ class Sandbox:
                                        [scratch, *_jail.STAGE_DEVICES], specs, argv)
                 elif specs:
                     inner = stage_argv(STAGE_PYTHON, _stage_source(layer=False), 0, [], specs, argv)
+                pairs, install = limits_and_filter()
                 return ([self.bwrap_path or "bwrap", *args, "--", *inner], env,
                         self._preexec(pairs, None, install, cgroups=cgroups))
 
             return Wrapped(launch=launch, build=one_shot)
+        pairs, install = limits_and_filter()
         ruleset = self._landlock_ruleset(readable, masked, system)
         subreaper = profile is not None and profile.long_lived
         if not system:
@@ -640,11 +647,12 @@ class Sandbox:
         return argv, env, preexec, lambda: shutil.rmtree(scratch, ignore_errors=True)
 
     # -- the resident jail -----------------------------------------------------------------
-    def _resident_launch(self, readable: list[Path], scratch: str, pairs, install, argv: list[str], cwd: Path,
-                         env: dict, masked: list[Path]) -> "Callable[[dict[int, int]], Any] | None":
+    def _resident_launch(self, readable: list[Path], scratch: str, limits_and_filter: "Callable[[], tuple]",
+                         argv: list[str], cwd: Path, env: dict,
+                         masked: list[Path]) -> "Callable[[dict[int, int]], Any] | None":
         """`launch(fds)` starting this command in the session's resident jail, or None when it
         cannot take it (built for other readable directories, or it does not work here): the
-        one-shot jail is used then."""
+        one-shot jail is used then. `limits_and_filter()`: what a resident started now gets."""
         from .residency import ResidentUnavailable
 
         view, stamps = (tuple(readable), scratch), self._stamps()
@@ -660,7 +668,7 @@ class Sandbox:
                     return None
                 self._resident_starts += 1
                 try:
-                    resident = self._start_resident(readable, scratch, pairs, install)
+                    resident = self._start_resident(readable, scratch, *limits_and_filter())
                 except (OSError, ResidentUnavailable, subprocess.SubprocessError) as e:
                     self._resident_failed = str(e)
                     return None
