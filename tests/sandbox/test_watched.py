@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from codebelt.sandbox import watched
+from codebelt.files import inotify
 from codebelt.sandbox.credentials import credential_paths
 from codebelt.sandbox.jail import path_dirs
-from codebelt.sandbox.watched import IN_Q_OVERFLOW, WatchedLookups
+from codebelt.files.inotify import IN_Q_OVERFLOW
+from codebelt.sandbox.watched import WatchedLookups
 
 AT_FDCWD, RENAME_EXCHANGE = -100, 2
 
@@ -88,12 +89,37 @@ def test_kept_path_directories_follow_each_change(tree):
     try:
         fresh, kept = _fresh_and_kept(cache, tree)
         assert kept == fresh
-        assert _fresh_and_kept(cache, tree)[1] == fresh and cache.misses == 1  # kept: not looked up again
         for name, change in STEPS:
             change(tree)
             fresh, kept = _fresh_and_kept(cache, tree)
             assert kept == fresh, name
-        assert cache.misses <= 1 + len(STEPS)
+    finally:
+        cache.close()
+
+
+def test_an_answer_is_kept_while_no_directory_it_consulted_changes(tmp_path):
+    """(A lookup consulting only directories of the test's own: /tmp, above them, changes all
+    the time on a shared machine.)"""
+    (tmp_path / "seen" / "deep").mkdir(parents=True)
+    (tmp_path / "seen" / "deep" / "f").write_text("")
+    (tmp_path / "unseen").mkdir()
+    cache = WatchedLookups()
+
+    def lookup(consult):
+        consult(str(tmp_path / "seen"))
+        consult(str(tmp_path / "seen" / "deep"))
+        return sorted(os.listdir(tmp_path / "seen" / "deep"))
+
+    try:
+        for _ in range(5):
+            assert cache.get("k", lookup) == ["f"]
+        (tmp_path / "unseen" / "f").write_text("")
+        (tmp_path / "seen" / "deep" / "f").write_text("changed in place, no entry made or removed")
+        assert cache.get("k", lookup) == ["f"] and cache.misses == 1
+        (tmp_path / "seen" / "deep" / "g").write_text("")
+        assert cache.get("k", lookup) == ["f", "g"] and cache.misses == 2
+        (tmp_path / "seen" / "x").mkdir()
+        assert cache.get("k", lookup) == ["f", "g"] and cache.misses == 3
     finally:
         cache.close()
 
@@ -134,7 +160,6 @@ def test_kept_path_directories_follow_random_changes(tmp_path):
             fresh = path_dirs(path, None, ())
             kept = cache.get(("p", path), lambda consult: path_dirs(path, None, (), consult))
             assert kept == fresh, f"step {step}"
-        assert cache.misses < 300  # some answers were kept
     finally:
         cache.close()
 
@@ -180,7 +205,7 @@ def test_kept_credential_files_follow_each_change(tmp_path, monkeypatch):
 def test_a_lookup_through_an_unwatchable_file_system_is_not_kept(tree, monkeypatch):
     """A directory on a file system another machine or a daemon can change without an event
     (NFS, FUSE…): its answers are looked up afresh each time."""
-    monkeypatch.setattr(watched, "filesystem_type", lambda path: 0x6969)  # NFS
+    monkeypatch.setattr(inotify, "filesystem_type", lambda path: 0x6969)  # NFS
     cache = WatchedLookups()
     try:
         for _ in range(3):
@@ -199,8 +224,8 @@ def test_lost_events_forget_every_answer(tree):
         # the queue's next read says events were lost (wd -1, IN_Q_OVERFLOW), as the kernel does
         r, w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         os.write(w, struct.pack("iIII", -1, IN_Q_OVERFLOW, 0, 0))
-        os.close(cache._fd)
-        cache._fd = r
+        os.close(cache._queue.fd)
+        cache._queue.fd = r
         _fresh_and_kept(cache, tree)
         assert cache.misses == 2
         os.close(w)
