@@ -75,3 +75,147 @@ def test_a_walk_out_of_time_is_incomplete_and_resumes(tmp_path: Path, monkeypatc
         if snap.complete:
             break
     assert snap.complete and len(snap.dirs) == 31
+
+
+# -- refreshed from inotify: the view after any change is the one a fresh walk sees ------------
+import ctypes  # noqa: E402
+import random  # noqa: E402
+import shutil  # noqa: E402
+
+from codebelt.files import inotify  # noqa: E402
+
+from .test_inotify import lose_events  # noqa: E402
+
+
+def view(snap) -> dict[str, list[tuple[str, str, int]]]:
+    return {rel: sorted(zip(d.names, d.kinds, d.inos)) for rel, d in snap.dirs.items()}
+
+
+def _exchange(a: Path, b: Path) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.renameat2(-100, os.fsencode(a), -100, os.fsencode(b), 2) != 0:  # RENAME_EXCHANGE
+        raise OSError(ctypes.get_errno(), "renameat2")
+
+
+def _random_change(rng: random.Random, root: Path, outside: Path) -> None:
+    names = ["a", "b", "c", ".git", ".env"]
+
+    def pick(base: Path = root) -> Path:
+        return base.joinpath(*rng.sample(names, rng.randint(1, 3)))
+
+    a, b = pick(), pick()
+    op = rng.randrange(10)
+    try:
+        if op == 0:
+            a.mkdir()
+        elif op == 1:
+            a.write_text("x")
+        elif op == 2:
+            os.rename(a, b)  # within the tree, a subtree with it
+        elif op == 3:
+            _exchange(a, b)
+        elif op == 4:
+            shutil.rmtree(a) if a.is_dir() and not a.is_symlink() else a.unlink()
+        elif op == 5:
+            a.symlink_to(b)
+        elif op == 6:  # out of the tree and back in, elsewhere
+            os.rename(a, outside / "away")
+            os.rename(outside / "away", b)
+        elif op == 7:  # a directory replaced by one of the same name
+            shutil.rmtree(a)
+            a.mkdir()
+            (a / "new").write_text("")
+        elif op == 8:
+            os.link(a, b)
+        else:
+            (a / "f").write_text("")
+    except OSError:
+        pass
+
+
+def test_a_watched_view_is_the_fresh_walk_after_every_change(tmp_path: Path):
+    """Random creations, removals, renames within, out of and into the tree, exchanges, links and
+    replacements, several between refreshes at times: after each refresh the kept view is the
+    view of a walk made from nothing."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    rng = random.Random(20261126)
+    scan = TreeScan(root)
+    scan.snapshot()
+    assert scan._watching  # refreshed from events, not by keys
+    for step in range(400):
+        for _ in range(rng.choice((1, 1, 1, 3, 8))):
+            _random_change(rng, root, outside)
+        kept = scan.snapshot()
+        assert kept.complete and scan._watching
+        assert view(kept) == view(TreeScan(root)._refresh()), f"step {step}"
+
+
+def test_only_directories_with_events_are_listed_again(tmp_path: Path, monkeypatch):
+    for i in range(20):
+        (tmp_path / f"d{i}" / "sub").mkdir(parents=True)
+    scan = TreeScan(tmp_path)
+    scan.snapshot()
+    listed: list[str] = []
+    real = TreeScan._list
+    monkeypatch.setattr(TreeScan, "_list", lambda self, rel, watch=False: listed.append(rel) or real(self, rel, watch))
+    assert scan.snapshot().complete and listed == []  # nothing changed: nothing listed, nothing statted
+    (tmp_path / "d3" / "sub" / "f").write_text("")
+    (tmp_path / "d7" / "new").mkdir()
+    snap = scan.snapshot()
+    assert sorted(listed) == ["d3/sub", "d7", "d7/new"] and "new" in snap.dirs["d7"].subdirs
+
+
+def test_lost_events_make_a_whole_walk(tmp_path: Path, monkeypatch):
+    (tmp_path / "d").mkdir()
+    scan = TreeScan(tmp_path)
+    scan.snapshot()
+    (tmp_path / "d" / "f").write_text("")
+    lose_events()
+    walked: list[str] = []
+    real = TreeScan._walk_watched
+    monkeypatch.setattr(TreeScan, "_walk_watched", lambda self: walked.append("whole") or real(self))
+    snap = scan.snapshot()
+    assert "f" in snap.dirs["d"].names and scan._watching and walked == ["whole"]
+
+
+def test_a_tree_that_cannot_be_watched_is_refreshed_by_keys(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(inotify, "local", lambda path: False)  # NFS, FUSE, 9p…
+    (tmp_path / "d").mkdir()
+    scan = TreeScan(tmp_path)
+    assert "d" in scan.snapshot().dirs and scan._by_keys and not scan._watching
+    (tmp_path / "d" / "f").write_text("")
+    assert "f" in scan.snapshot().dirs["d"].names
+
+
+def test_a_forked_child_goes_on_by_keys_and_leaves_its_parents_events(tmp_path: Path):
+    (tmp_path / "d").mkdir()
+    scan = TreeScan(tmp_path)
+    scan.snapshot()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            (tmp_path / "d" / "child").write_text("")
+            snap = scan.snapshot()
+            os._exit(0 if "child" in snap.dirs["d"].names and scan._by_keys else 1)
+        finally:
+            os._exit(2)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    assert "child" in scan.snapshot().dirs["d"].names and scan._watching  # its event was the parent's still
+
+
+def test_by_keys_a_directory_listed_within_a_clock_tick_of_a_change_is_listed_again(tmp_path: Path, monkeypatch):
+    """The kernel stamps directories from a coarse clock: a change in the same tick after the
+    listing leaves the key as it was (here every key is made to look unchanged)."""
+    monkeypatch.setattr(inotify, "local", lambda path: False)
+    monkeypatch.setattr(scan_mod, "_key", lambda st: (st.st_dev, st.st_ino, 0, 0))
+    (tmp_path / "d").mkdir()
+    scan = TreeScan(tmp_path)
+    assert scan.snapshot().dirs["d"].racy  # just made
+    (tmp_path / "d" / "f").write_text("")
+    assert "f" in scan.snapshot().dirs["d"].names
+    monkeypatch.setattr(scan_mod, "RACY_NS", 0)  # a listing long after the change: the key vouches
+    scan.snapshot()
+    (tmp_path / "d" / "g").write_text("")
+    assert "g" not in scan.snapshot().dirs["d"].names  # (what the racy mark guards against)

@@ -6,8 +6,9 @@ one tick, a listing between them, leave it as it was).
 
 Only directories on file systems whose changes all pass through this kernel are watched
 (`LOCAL_FILESYSTEMS`): on NFS, CIFS, FUSE or 9p another machine or a daemon may change an entry
-without an event. A queue belongs to the process that made it: a forked child shares its
-parent's, and reading it would take the parent's events (`Queue.mine`).
+without an event. One queue serves the whole process (`Watcher`s share it: the kernel allows a
+user 128 queues across all their programs); it belongs to the process that made it — a forked
+child shares its parent's, and reading it would take the parent's events (`Watcher.mine`).
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ import ctypes.util
 import errno
 import os
 import struct
+import threading
+import weakref
 from collections.abc import Iterator
 
 IN_ATTRIB, IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x4, 0x40, 0x80, 0x100, 0x200
 IN_DELETE_SELF, IN_MOVE_SELF, IN_UNMOUNT, IN_Q_OVERFLOW, IN_IGNORED = 0x400, 0x800, 0x2000, 0x4000, 0x8000
-IN_ONLYDIR, IN_DONT_FOLLOW = 0x01000000, 0x02000000
+IN_ONLYDIR, IN_DONT_FOLLOW, IN_MASK_ADD = 0x01000000, 0x02000000, 0x20000000
 # what changes which entries a directory holds, or whether they may be looked up (a mode)
 ENTRIES = (IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
            | IN_ONLYDIR)
@@ -87,11 +90,6 @@ class Queue:
         self.fd = fd
         self.pid = os.getpid()
 
-    @property
-    def mine(self) -> bool:
-        """Made by this process (not inherited across a fork)."""
-        return self.pid == os.getpid()
-
     def watch(self, path: str, mask: int = ENTRIES) -> int | None:
         """The watch descriptor of directory `path` (the same one for a directory already
         watched), None when it is gone or not a directory; Unwatchable when it cannot be."""
@@ -126,7 +124,113 @@ class Queue:
                 yield wd, mask
 
     def close(self) -> None:
-        """Close this process's descriptor (a forked child's copy too: the parent's stays open)."""
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+
+MAX_PENDING = 4096  # events kept for a watcher that has not read them: past it, "lost"
+
+
+class _Hub:
+    """The process's one queue, shared by every watcher: the kernel allows a user 128 queues
+    (`fs.inotify.max_user_instances`) across all their programs. A directory two watchers watch
+    is one watch (the kernel gives one descriptor per directory and queue), removed when the last
+    of them lets it go; each event is handed to every watcher of its watch."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.queue = Queue()
+        self.owners: dict[int, set["Watcher"]] = {}
+        self.watchers: "weakref.WeakSet[Watcher]" = weakref.WeakSet()
+
+    def read(self) -> None:
+        """Hand every queued event to its watchers (under `lock`)."""
+        for wd, mask in self.queue.events():
+            if mask & IN_Q_OVERFLOW:
+                for w in list(self.watchers):
+                    w._lost = True
+                continue
+            for w in self.owners.get(wd, ()):
+                if len(w._pending) < MAX_PENDING:
+                    w._pending.append((wd, mask))
+                else:
+                    w._lost = True
+            if mask & IN_IGNORED:
+                self.owners.pop(wd, None)
+
+
+_hub: _Hub | None = None
+_hub_lock = threading.Lock()
+
+
+def _the_hub() -> _Hub:
+    global _hub
+    with _hub_lock:
+        if _hub is None or _hub.queue.pid != os.getpid():
+            # a forked child's copy of the parent's queue is left unread (reading it would take
+            # the parent's events): a queue of its own
+            _hub = _Hub()
+        return _hub
+
+
+class Watcher:
+    """One kept view's watches on the process's queue, and the events on them since it last
+    asked (`events`). Unwatchable when inotify cannot be used here at all."""
+
+    def __init__(self) -> None:
+        self._hub = _the_hub()
+        self.pid = os.getpid()
+        self._wds: set[int] = set()
+        self._pending: list[tuple[int, int]] = []
+        self._lost = False
+        with self._hub.lock:
+            self._hub.watchers.add(self)
+
+    @property
+    def mine(self) -> bool:
+        """Made in this process (a forked child's watchers watch nothing of its own)."""
+        return self.pid == os.getpid()
+
+    def watch(self, path: str, mask: int = ENTRIES) -> int | None:
+        """The watch of directory `path` (None: gone, or not a directory)."""
+        hub = self._hub
+        with hub.lock:
+            wd = hub.queue.watch(path, mask | IN_MASK_ADD)
+            if wd is not None:
+                hub.owners.setdefault(wd, set()).add(self)
+                self._wds.add(wd)
+            return wd
+
+    def unwatch(self, wd: int) -> None:
+        hub = self._hub
+        with hub.lock:
+            self._wds.discard(wd)
+            owners = hub.owners.get(wd)
+            if owners is None:
+                return
+            owners.discard(self)
+            if not owners:
+                del hub.owners[wd]
+                hub.queue.unwatch(wd)
+
+    def events(self) -> list[tuple[int, int]]:
+        """(watch, mask) of each event on its watches since the last call, in order; a single
+        (-1, IN_Q_OVERFLOW) when some were lost (everything may have changed)."""
+        hub = self._hub
+        with hub.lock:
+            hub.read()
+            out, self._pending = self._pending, []
+            if self._lost:
+                self._lost = False
+                return [(-1, IN_Q_OVERFLOW)]
+            return out
+
+    def close(self) -> None:
+        """Every watch of its let go (in the process that made it)."""
+        if not self.mine:
+            return
+        for wd in list(self._wds):
+            self.unwatch(wd)
+        with self._hub.lock:
+            self._hub.watchers.discard(self)

@@ -32,9 +32,13 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import inotify
 from .beneath import Beneath
 
 SCAN_BUDGET_S = 5.0  # a walk (or refresh) that takes longer leaves the snapshot incomplete
+# The kernel stamps a directory's times from a coarse clock (one tick: 1-10 ms): a directory
+# changed within this long of its listing may change again without its key changing.
+RACY_NS = 50_000_000
 
 DIR, FILE, LINK, OTHER = "d", "f", "l", "o"
 
@@ -48,6 +52,7 @@ class Dir:
     kinds: str  # one of DIR FILE LINK OTHER per name
     inos: array  # inode number of each entry (d_ino)
     subdirs: tuple[str, ...]  # the names that are directories (not symlinks to one)
+    racy: bool = False  # listed within a clock tick of its last change: its key cannot vouch for it
 
     @property
     def dev(self) -> int:
@@ -93,7 +98,9 @@ def _kind(e: os.DirEntry) -> str:
 
 
 class TreeScan:
-    """The kept walk of one root. `snapshot(max_age)` refreshes when the last one is older."""
+    """The kept walk of one root. `snapshot(max_age)` refreshes when the last one is older:
+    from the inotify queue of the tree's directories where every one is watched (only the
+    directories with an event are listed again), else by directory keys."""
 
     def __init__(self, root: Path, budget_s: float = SCAN_BUDGET_S):
         self.root = Path(root)
@@ -103,6 +110,11 @@ class TreeScan:
         self._last: Snapshot | None = None
         self._kept: dict[str, Dir] = {}  # the directories of the last complete walk
         self._pending: tuple[dict[str, Dir], list[str]] | None = None  # a walk cut short: (reached, to visit)
+        self._queue: inotify.Watcher | None = None
+        self._watching = False  # every directory of _kept was listed after its watch was added
+        self._by_keys = False  # inotify does not work for this tree (or this is a forked child)
+        self._wd_rels: dict[int, set[str]] = {}  # watch -> the directories (relative) it watches
+        self._rel_wd: dict[str, int] = {}
 
     def snapshot(self, max_age: float = 0.0) -> Snapshot:
         """The tree now, or as of at most `max_age` seconds ago."""
@@ -110,16 +122,33 @@ class TreeScan:
             last = self._last
             if last is not None and time.monotonic() - last.taken <= max_age:
                 return last
-            self._last = self._refresh()
+            if self._queue is not None and not self._queue.mine:
+                # a forked child shares its parent's queue: reading it would take the parent's
+                # events. It goes on by keys from the listings it inherited.
+                self._queue = None
+                self._watching, self._by_keys = False, True
+                self._wd_rels, self._rel_wd = {}, {}
+            self._last = self._refresh() if self._by_keys else self._refresh_watched()
             return self._last
 
-    def _list(self, rel: str) -> Dir | None:
+    def _list(self, rel: str, watch: bool = False) -> Dir | None:
         path = self.root / rel if rel else self.root
         try:
             fd = self._beneath.open_dir(path)
         except OSError:
             return None  # gone, or replaced by a symlink or a file: not a directory of the tree
         try:
+            if watch:
+                # the very directory opened (not whatever its path names a moment later), and
+                # before it is listed: a change after the listing queues an event
+                wd = self._queue.watch(f"/proc/self/fd/{fd}") if self._queue is not None else None
+                if wd is None:
+                    return None
+                was = self._rel_wd.get(rel)
+                if was is not None and was != wd:  # another directory at this path before
+                    self._wd_rels.get(was, set()).discard(rel)
+                self._wd_rels.setdefault(wd, set()).add(rel)
+                self._rel_wd[rel] = wd
             st = os.fstat(fd)
             names: list[str] = []
             kinds: list[str] = []
@@ -131,7 +160,12 @@ class TreeScan:
                     inos.append(e.inode())
             kinds_text = "".join(kinds)
             subdirs = tuple(n for n, k in zip(names, kinds_text) if k == DIR)
-            return Dir(_key(st), tuple(names), kinds_text, inos, subdirs)
+            # listed within a tick of the coarse clock that stamps directories: a change in the
+            # same tick after the listing would leave the key as it is (the racy-git case)
+            racy = time.time_ns() - st.st_ctime_ns < RACY_NS
+            return Dir(_key(st), tuple(names), kinds_text, inos, subdirs, racy)
+        except inotify.Unwatchable:
+            raise  # the caller goes on by keys
         except OSError:
             return None
         finally:
@@ -146,15 +180,11 @@ class TreeScan:
         self._pending = None
         while stack:
             if time.monotonic() > deadline:
-                self._pending = (dirs, stack)
-                seen = sum(len(d.names) for d in dirs.values())
-                return Snapshot(self.root, dict(dirs), False,
-                                f"the walk of {self.root} took longer than {self.budget_s:g} s "
-                                f"({len(dirs):,} directories and {seen:,} entries so far)", time.monotonic())
+                return self._cut_short(dirs, stack)
             rel = stack.pop()
             old = kept.get(rel)
             d = None
-            if old is not None:
+            if old is not None and not old.racy:
                 try:
                     st = os.stat(self.root / rel if rel else self.root, follow_symlinks=False)
                 except OSError:
@@ -171,6 +201,144 @@ class TreeScan:
         self._kept = dirs
         return Snapshot(self.root, dirs, True, None, time.monotonic())
 
+    def _cut_short(self, dirs: dict[str, Dir], stack: list[str]) -> Snapshot:
+        self._pending = (dirs, stack)
+        seen = sum(len(d.names) for d in dirs.values())
+        return Snapshot(self.root, dict(dirs), False,
+                        f"the walk of {self.root} took longer than {self.budget_s:g} s "
+                        f"({len(dirs):,} directories and {seen:,} entries so far)", time.monotonic())
+
+    # -- refreshed from the inotify queue --------------------------------------------------------
+    def _refresh_watched(self) -> Snapshot:
+        try:
+            if self._queue is None:
+                self._queue = inotify.Watcher()
+            if not self._watching:
+                snap = self._walk_watched()
+                if not snap.complete or not self._watching:
+                    return snap
+            return self._from_events()
+        except inotify.Unwatchable:
+            # the watch limit, a directory on a file system that changes without events here:
+            # by keys from now on, from the listings made so far
+            self._stop_watching()
+            self._by_keys = True
+            self._pending = None
+            return self._refresh()
+
+    def _walk_watched(self) -> Snapshot:
+        """A whole walk, each directory watched before it is listed (resumed if cut short)."""
+        deadline = time.monotonic() + self.budget_s
+        dirs, stack = self._pending if self._pending is not None else ({}, [""])
+        self._pending = None
+        while stack:
+            if time.monotonic() > deadline:
+                return self._cut_short(dirs, stack)
+            rel = stack.pop()
+            d = self._list(rel, watch=True)
+            if d is None:
+                continue
+            dirs[rel] = d
+            prefix = rel + "/" if rel else ""
+            stack.extend(prefix + n for n in d.subdirs)
+        self._kept = dirs
+        self._watching = "" in dirs  # a root that is not there yet is walked again each time
+        return Snapshot(self.root, dirs, True, None, time.monotonic())
+
+    def _from_events(self) -> Snapshot:
+        """The directories with a queued event listed again (a new subdirectory walked, one gone
+        dropped with what was below it); the last snapshot's listings for the rest."""
+        assert self._queue is not None
+        deadline = time.monotonic() + self.budget_s
+        dirs: dict[str, Dir] | None = None
+        while True:  # until the queue is empty: listing may meet changes made meanwhile
+            dirty: set[str] = set()
+            for wd, mask in self._queue.events():
+                if mask & inotify.IN_Q_OVERFLOW:
+                    return self._restart()
+                dirty.update(self._wd_rels.get(wd, ()))
+                if mask & inotify.IN_IGNORED:
+                    for rel in self._wd_rels.pop(wd, ()):
+                        if self._rel_wd.get(rel) == wd:
+                            del self._rel_wd[rel]
+            if not dirty:
+                break
+            if dirs is None:
+                dirs = dict(self._kept)  # a snapshot handed out is never changed
+            for rel in sorted(dirty, key=lambda r: (r.count("/"), r) if r else (-1, r)):
+                if time.monotonic() > deadline:
+                    return self._restart()
+                if rel in dirs:  # else gone with its parent, or walked anew with it
+                    self._relist(dirs, rel)
+        if dirs is None:  # nothing changed: the same listings
+            dirs = self._kept
+        self._kept = dirs
+        return Snapshot(self.root, dirs, True, None, time.monotonic())
+
+    def _relist(self, dirs: dict[str, Dir], rel: str) -> None:
+        old = dirs[rel]
+        new = self._list(rel, watch=True)
+        if new is None:
+            self._drop(dirs, rel)
+            return
+        dirs[rel] = new
+        before = _subdir_inodes(old)
+        after = _subdir_inodes(new)
+        prefix = rel + "/" if rel else ""
+        for name, ino in before.items():
+            if after.get(name) != ino:  # removed, renamed away or replaced: what was below goes
+                self._drop(dirs, prefix + name)
+        for name, ino in after.items():
+            if before.get(name) != ino:  # made, moved in or replaced: walked whole
+                stack = [prefix + name]
+                while stack:
+                    sub = stack.pop()
+                    d = self._list(sub, watch=True)
+                    if d is None:
+                        continue
+                    dirs[sub] = d
+                    stack.extend(f"{sub}/{n}" for n in d.subdirs)
+
+    def _drop(self, dirs: dict[str, Dir], rel: str) -> None:
+        """`rel` and everything below it out of the view, their watches with them (a watch still
+        naming another path — the directory was moved there — stays)."""
+        below = rel + "/"
+        for gone in [r for r in dirs if r == rel or r.startswith(below)]:
+            del dirs[gone]
+            wd = self._rel_wd.pop(gone, None)
+            if wd is None:
+                continue
+            rels = self._wd_rels.get(wd)
+            if rels is not None:
+                rels.discard(gone)
+                if not rels:
+                    del self._wd_rels[wd]
+                    if self._queue is not None:
+                        self._queue.unwatch(wd)
+
+    def _restart(self) -> Snapshot:
+        """Events lost, or too much changed for one refresh: a new queue and a whole walk."""
+        self._stop_watching()
+        self._pending = None
+        return self._refresh_watched()
+
+    def close(self) -> None:
+        """Its watches let go (it is no longer one of the shared walks)."""
+        with self._lock:
+            self._stop_watching()
+            self._by_keys = True
+
+    def _stop_watching(self) -> None:
+        if self._queue is not None:
+            self._queue.close()  # its watches let go (nothing, in a forked child)
+        self._queue = None
+        self._watching = False
+        self._wd_rels, self._rel_wd = {}, {}
+
+
+def _subdir_inodes(d: Dir) -> dict[str, int]:
+    return {n: ino for n, k, ino in zip(d.names, d.kinds, d.inos) if k == DIR}
+
 
 SHARED_ROOTS = 64  # walks kept at most (a long-running server may see many workspaces)
 _shared: OrderedDict[Path, TreeScan] = OrderedDict()
@@ -185,7 +353,7 @@ def shared(root: Path) -> TreeScan:
         if scan is None:
             scan = _shared[root] = TreeScan(root, SCAN_BUDGET_S)
             while len(_shared) > SHARED_ROOTS:
-                _shared.popitem(last=False)
+                _shared.popitem(last=False)[1].close()
         else:
             _shared.move_to_end(root)
         return scan

@@ -46,7 +46,7 @@ class WatchedLookups:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._queue: inotify.Queue | None = None
+        self._queue: inotify.Watcher | None = None
         self._broken = False  # inotify does not work here: nothing is kept
         self._wd_of: dict[str, int] = {}  # directory -> watch
         self._users: dict[int, set[Hashable]] = {}  # watch -> keys of the answers that looked in it
@@ -96,7 +96,7 @@ class WatchedLookups:
 
     def close(self) -> None:
         with self._lock:
-            if self._queue is not None and self._queue.mine:
+            if self._queue is not None:
                 self._queue.close()
             self._queue, self._broken = None, True
             self._answers.clear()
@@ -111,7 +111,7 @@ class WatchedLookups:
         self._wd_of, self._users, self._answers = {}, {}, {}
         # a forked child's copy of the descriptor shares the parent's queue: left alone, not read
         try:
-            self._queue = inotify.Queue()
+            self._queue = inotify.Watcher()
         except inotify.Unwatchable:
             self._queue, self._broken = None, True
             return False
@@ -153,7 +153,7 @@ class WatchedLookups:
         self._users.clear()
         self._wd_of.clear()
         self._generation += 1
-        if self._queue is not None and self._queue.mine:
+        if self._queue is not None:
             self._queue.close()
         self._queue = None
         self._ready()
