@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from codebelt.files import scan as scan_mod
-from codebelt.files.scan import DIR, FILE, LINK, TreeScan
+from codebelt.files.scan import DIR, FILE, LINK, PerDirectory, TreeScan
 
 
 def names(snap) -> set[str]:
@@ -144,12 +144,19 @@ def test_a_watched_view_is_the_fresh_walk_after_every_change(tmp_path: Path):
     scan = TreeScan(root)
     scan.snapshot()
     assert scan._watching  # refreshed from events, not by keys
+    # a value per directory kept up to date from the changed directories alone
+    calls: list[str] = []
+    dotted = PerDirectory(lambda snap, rel, d: calls.append(rel) or tuple(n for n in d.names if n.startswith(".")))
     for step in range(400):
         for _ in range(rng.choice((1, 1, 1, 3, 8))):
             _random_change(rng, root, outside)
         kept = scan.snapshot()
         assert kept.complete and scan._watching
-        assert view(kept) == view(TreeScan(root)._refresh()), f"step {step}"
+        fresh = TreeScan(root)._refresh()
+        assert view(kept) == view(fresh), f"step {step}"
+        calls.clear()
+        assert dotted.of(kept) == {rel: v for rel, d in fresh.dirs.items() if (v := tuple(n for n in d.names if n.startswith(".")))}
+        assert step == 0 or set(calls) <= kept.changed, f"step {step}: worked out again for unchanged directories"
 
 
 def test_only_directories_with_events_are_listed_again(tmp_path: Path, monkeypatch):
@@ -219,3 +226,22 @@ def test_by_keys_a_directory_listed_within_a_clock_tick_of_a_change_is_listed_ag
     scan.snapshot()
     (tmp_path / "d" / "g").write_text("")
     assert "g" not in scan.snapshot().dirs["d"].names  # (what the racy mark guards against)
+
+
+def test_a_value_per_directory_catches_up_over_snapshots_it_did_not_see(tmp_path: Path):
+    """Consumers ask at different times (the permission check, before and after a command): one
+    that skipped snapshots is brought up to date from the changes of all of them."""
+    for i in range(50):
+        (tmp_path / f"d{i}").mkdir()
+    scan = TreeScan(tmp_path)
+    calls: list[str] = []
+    dotted = PerDirectory(lambda snap, rel, d: calls.append(rel) or tuple(n for n in d.names if n.startswith(".")))
+    dotted.of(scan.snapshot())
+    (tmp_path / "d1" / ".env").write_text("")
+    scan.snapshot()  # seen by another consumer only
+    (tmp_path / "d2" / ".git").mkdir()
+    scan.snapshot()
+    (tmp_path / "d1" / ".env").unlink()
+    calls.clear()
+    assert dotted.of(scan.snapshot()) == {"d2": (".git",)}
+    assert sorted(calls) == ["d1", "d2", "d2/.git"]  # not the other 48

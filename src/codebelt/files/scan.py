@@ -5,11 +5,19 @@ write sandbox re-binds nested `.git`, `.claude`, `.codebelt` and `.env*` read-on
 the whole tree: a walk that stops after N entries leaves a deep `.env` or `sub/.git/hooks` open
 without saying so. So there is one walk per root (`shared(root)`), kept per directory:
 
-- a directory's entries (names, kinds, inode numbers from `getdents`) are listed once and kept
-  with the directory's (dev, inode, mtime, ctime). A refresh `lstat`s every known directory and
-  lists again only those whose key changed — adding, removing or renaming an entry changes the
-  directory's mtime and ctime, and ctime cannot be set back (`touch -d` moves it forward), so a
-  command cannot hide a new link by restoring the mtime;
+- each directory is watched (inotify, through the descriptor it is listed from) before its
+  entries (names, kinds, inode numbers from `getdents`) are listed; a refresh reads the queue and
+  lists again only the directories with an event — a new subdirectory walked whole, one gone
+  dropped with everything below it. The kernel queues the event with the change, so a refresh
+  after a command has ended sees all it did, at a cost in proportion to what changed
+  (`files/inotify.py`: one queue per process; lost events make a whole walk);
+- where a tree cannot be watched (a file system whose changes need not pass through this
+  kernel, the per-user watch limit, a forked child sharing its parent's queue) a refresh
+  `lstat`s every known directory and lists again those whose (dev, inode, mtime, ctime) changed
+  — adding, removing or renaming an entry changes the directory's mtime and ctime, and ctime
+  cannot be set back (`touch -d` moves it forward); a directory listed within a tick of the
+  coarse clock that stamps them (`RACY_NS`) is listed again, since a change in the same tick
+  after the listing would leave its key as it was;
 - directories are listed through a descriptor opened beneath the root without following
   symlinks (`files.beneath`), so a directory swapped for a symlink is never listed through it;
 - a walk is bounded in time (`budget_s`). Past it the snapshot is marked incomplete with the
@@ -17,18 +25,22 @@ without saying so. So there is one walk per root (`shared(root)`), kept per dire
   answer; the next refresh goes on where the walk stopped, so a big tree completes over a few
   refreshes.
 
-Consumers derive their own answers from a `Snapshot` and may cache them per directory record:
-an unchanged directory keeps the same `Dir` object across refreshes.
+Consumers derive their own answers from a `Snapshot`: an unchanged directory keeps the same `Dir`
+object across refreshes, and `PerDirectory` keeps a value per directory brought up to date from
+the directories that changed since it last looked.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat as stat_mod
 import threading
 import time
+import weakref
 from array import array
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,6 +82,12 @@ class Snapshot:
     complete: bool
     reason: str | None = None
     taken: float = 0.0  # time.monotonic() when it was taken
+    # (the walk's token, this snapshot's number): `PerDirectory` keeps its values per walk
+    lineage: tuple[int, int] = (0, 0)
+    # the number of the snapshot this one was made from, and the directories whose record
+    # differs from that one's (listed again, made, gone); None: not known (a whole walk)
+    base: int = -1
+    changed: "frozenset[str] | None" = None
 
     @property
     def entries(self) -> int:
@@ -115,6 +133,13 @@ class TreeScan:
         self._by_keys = False  # inotify does not work for this tree (or this is a forked child)
         self._wd_rels: dict[int, set[str]] = {}  # watch -> the directories (relative) it watches
         self._rel_wd: dict[str, int] = {}
+        self._token = next(_TOKENS)
+        self._number = 0  # of the last snapshot made
+        self._kept_number = -1  # of the snapshot whose directories are _kept
+        self._touched: set[str] = set()  # directories whose record changed in this refresh
+        # number of a complete snapshot -> (its base, its changed directories), the last few
+        self._history: OrderedDict[int, tuple[int, "frozenset[str] | None"]] = OrderedDict()
+        _SCANS[self._token] = self
 
     def snapshot(self, max_age: float = 0.0) -> Snapshot:
         """The tree now, or as of at most `max_age` seconds ago."""
@@ -199,14 +224,25 @@ class TreeScan:
             prefix = rel + "/" if rel else ""
             stack.extend(prefix + n for n in d.subdirs)
         self._kept = dirs
-        return Snapshot(self.root, dirs, True, None, time.monotonic())
+        return self._made(dirs, True)
 
     def _cut_short(self, dirs: dict[str, Dir], stack: list[str]) -> Snapshot:
         self._pending = (dirs, stack)
         seen = sum(len(d.names) for d in dirs.values())
-        return Snapshot(self.root, dict(dirs), False,
-                        f"the walk of {self.root} took longer than {self.budget_s:g} s "
-                        f"({len(dirs):,} directories and {seen:,} entries so far)", time.monotonic())
+        return self._made(dict(dirs), False, f"the walk of {self.root} took longer than {self.budget_s:g} s "
+                          f"({len(dirs):,} directories and {seen:,} entries so far)")
+
+    def _made(self, dirs: dict[str, Dir], complete: bool, reason: str | None = None,
+              changed: "frozenset[str] | None" = None) -> Snapshot:
+        """The next snapshot; `changed` (from the last complete one) when only those differ."""
+        self._number += 1
+        base = self._kept_number if changed is not None else -1
+        if complete:
+            self._kept_number = self._number
+            self._history[self._number] = (base, changed)
+            while len(self._history) > HISTORY:
+                self._history.popitem(last=False)
+        return Snapshot(self.root, dirs, complete, reason, time.monotonic(), (self._token, self._number), base, changed)
 
     # -- refreshed from the inotify queue --------------------------------------------------------
     def _refresh_watched(self) -> Snapshot:
@@ -243,7 +279,7 @@ class TreeScan:
             stack.extend(prefix + n for n in d.subdirs)
         self._kept = dirs
         self._watching = "" in dirs  # a root that is not there yet is walked again each time
-        return Snapshot(self.root, dirs, True, None, time.monotonic())
+        return self._made(dirs, True)
 
     def _from_events(self) -> Snapshot:
         """The directories with a queued event listed again (a new subdirectory walked, one gone
@@ -251,6 +287,7 @@ class TreeScan:
         assert self._queue is not None
         deadline = time.monotonic() + self.budget_s
         dirs: dict[str, Dir] | None = None
+        self._touched = set()
         while True:  # until the queue is empty: listing may meet changes made meanwhile
             dirty: set[str] = set()
             for wd, mask in self._queue.events():
@@ -273,7 +310,7 @@ class TreeScan:
         if dirs is None:  # nothing changed: the same listings
             dirs = self._kept
         self._kept = dirs
-        return Snapshot(self.root, dirs, True, None, time.monotonic())
+        return self._made(dirs, True, changed=frozenset(self._touched))
 
     def _relist(self, dirs: dict[str, Dir], rel: str) -> None:
         old = dirs[rel]
@@ -282,6 +319,7 @@ class TreeScan:
             self._drop(dirs, rel)
             return
         dirs[rel] = new
+        self._touched.add(rel)
         before = _subdir_inodes(old)
         after = _subdir_inodes(new)
         prefix = rel + "/" if rel else ""
@@ -297,6 +335,7 @@ class TreeScan:
                     if d is None:
                         continue
                     dirs[sub] = d
+                    self._touched.add(sub)
                     stack.extend(f"{sub}/{n}" for n in d.subdirs)
 
     def _drop(self, dirs: dict[str, Dir], rel: str) -> None:
@@ -305,6 +344,7 @@ class TreeScan:
         below = rel + "/"
         for gone in [r for r in dirs if r == rel or r.startswith(below)]:
             del dirs[gone]
+            self._touched.add(gone)
             wd = self._rel_wd.pop(gone, None)
             if wd is None:
                 continue
@@ -322,6 +362,20 @@ class TreeScan:
         self._pending = None
         return self._refresh_watched()
 
+    def changed_between(self, older: int, newer: int) -> "frozenset[str] | None":
+        """The directories whose record differs between complete snapshots `older` and `newer`
+        of this walk (None: not known — a whole walk between them, or too long ago)."""
+        with self._lock:
+            out: set[str] = set()
+            at = newer
+            while at != older:
+                entry = self._history.get(at)
+                if entry is None or entry[1] is None or entry[0] < older:
+                    return None
+                out |= entry[1]
+                at = entry[0]
+            return frozenset(out)
+
     def close(self) -> None:
         """Its watches let go (it is no longer one of the shared walks)."""
         with self._lock:
@@ -334,6 +388,55 @@ class TreeScan:
         self._queue = None
         self._watching = False
         self._wd_rels, self._rel_wd = {}, {}
+
+
+_TOKENS = itertools.count(1)
+_SCANS: "weakref.WeakValueDictionary[int, TreeScan]" = weakref.WeakValueDictionary()
+HISTORY = 64  # complete snapshots whose changes are kept, for values derived from older ones
+
+
+class PerDirectory:
+    """Values derived from each directory of a tree (`value(snap, rel, dir)`: a tuple, empty for
+    most directories), kept per walk and brought up to date from a snapshot's changed
+    directories alone when it was made from the one they were last worked out for — a
+    consumer looking for a few names among tens of thousands of directories then pays for what
+    changed. `of(snap)`: rel -> its non-empty value (not to be changed by the caller)."""
+
+    def __init__(self, value: "Callable[[Snapshot, str, Dir], tuple]", walks: int = 64):
+        self._value = value
+        self._walks = walks
+        self._lock = threading.Lock()
+        self._state: OrderedDict[int, tuple[int, dict[str, tuple]]] = OrderedDict()
+
+    def of(self, snap: Snapshot) -> dict[str, tuple]:
+        token, number = snap.lineage
+        with self._lock:
+            state = self._state.get(token) if token else None
+            if state is not None and state[0] == number:
+                return state[1]
+            scan = _SCANS.get(token) if state is not None and snap.complete else None
+            changed = scan.changed_between(state[0], number) if scan is not None else None
+            if changed is not None:
+                parts = dict(state[1])
+                for rel in changed:
+                    d = snap.dirs.get(rel)
+                    v = self._value(snap, rel, d) if d is not None else ()
+                    if v:
+                        parts[rel] = v
+                    else:
+                        parts.pop(rel, None)
+            else:
+                parts = {}
+                for rel, d in snap.dirs.items():
+                    v = self._value(snap, rel, d)
+                    if v:
+                        parts[rel] = v
+            if token:
+                self._state[token] = (number, parts)
+                self._state.move_to_end(token)
+                while len(self._state) > self._walks:
+                    self._state.popitem(last=False)
+            return parts
 
 
 def _subdir_inodes(d: Dir) -> dict[str, int]:

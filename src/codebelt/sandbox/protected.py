@@ -21,7 +21,7 @@ import weakref
 from pathlib import Path
 
 from ..files.beneath import Beneath
-from ..files.scan import DIR, Dir, Snapshot, shared
+from ..files.scan import DIR, Dir, PerDirectory, Snapshot, shared
 from ..workspace import PROTECTED_DIRS as CONFIG_DIRS
 from ..workspace import PROTECTED_FILES as CONFIG_FILES
 
@@ -85,18 +85,24 @@ def _git_paths(git: Path) -> tuple[list[Path], list[Path]]:
     return [git], ro
 
 
+def _nested_in(snap: Snapshot, rel: str, d: Dir) -> tuple[Path, ...]:
+    """`.git`, `.claude`, `.codebelt` and `.env*` in one directory below the top of the tree (not
+    inside a `.git`: its insides are protected as a repository's); at the top, only what makes a
+    program run later (the top's own are protected on their own)."""
+    if _inside_git(rel):
+        return ()
+    if not rel:
+        return tuple(snap.path(rel, n) for n in _notable_in(d) if n.casefold() in RUNS_LATER)
+    return tuple(snap.path(rel, n) for n in _notable_in(d))
+
+
+_NESTED = PerDirectory(_nested_in)
+
+
 def _nested_of(snap: Snapshot) -> list[Path]:
     """`.git`, `.claude`, `.codebelt` and `.env*` below the top of the snapshot's root, at any
     depth (not inside a `.git`: its insides are protected as a repository's)."""
-    found: list[Path] = []
-    for rel, d in snap.dirs.items():
-        if _inside_git(rel):
-            continue
-        if not rel:  # the top's .git, .claude, .codebelt and .env* are protected on their own
-            found += [snap.path(rel, n) for n in _notable_in(d) if n.casefold() in RUNS_LATER]
-            continue
-        found += [snap.path(rel, n) for n in _notable_in(d)]
-    return found
+    return [p for found in _NESTED.of(snap).values() for p in found]
 
 
 def _nested(root: Path) -> list[Path]:
@@ -179,29 +185,31 @@ def _is_module_dir(rel: str) -> bool:
     return len(parts) >= 3 and parts[-2] == "modules" and ".git" in parts[:-2]
 
 
+def _guarded_in(snap: Snapshot, rel: str, d: Dir) -> tuple[tuple[Path, str], ...]:
+    """(path, kind) of what in one directory has its creation undone (`_guarded_of`)."""
+    out: list[tuple[Path, str]] = []
+    if not _inside_git(rel):
+        for n in _notable_in(d):
+            if not rel and n in PROTECTED_DIRS:
+                continue  # read-only mounts, made as placeholders when missing: nothing gets in
+            out.append((snap.path(rel, n), d.kinds[d.names.index(n)]))
+        return tuple(out)
+    last = rel.rsplit("/", 1)[-1]
+    if last == ".git" or _is_module_dir(rel):
+        out += [(snap.path(rel, n), k) for n, k in zip(d.names, d.kinds) if n in GIT_NEW_FILES]
+    elif last == "hooks" and _is_module_dir(rel.rsplit("/", 1)[0]):
+        out += [(snap.path(rel, n), k) for n, k in zip(d.names, d.kinds) if not n.endswith(".sample")]
+    return tuple(out)
+
+
+_GUARDED = PerDirectory(_guarded_in)
+
+
 def _guarded_of(snap: Snapshot) -> dict[Path, str]:
     """Path → kind (DIR, FILE, LINK, OTHER) of everything whose creation is undone: `.git`,
     `.claude`, `.codebelt` and `.env*` at any depth; in every git directory (and submodule's),
     `config`, `commondir`, `config.worktree`; hooks of submodules that are not samples."""
-    out: dict[Path, str] = {}
-    for rel, d in snap.dirs.items():
-        in_git = _inside_git(rel)
-        if not in_git:
-            for n in _notable_in(d):
-                if not rel and n in PROTECTED_DIRS:
-                    continue  # read-only mounts, made as placeholders when missing: nothing gets in
-                out[snap.path(rel, n)] = d.kinds[d.names.index(n)]
-            continue
-        last = rel.rsplit("/", 1)[-1]
-        if last == ".git" or _is_module_dir(rel):
-            for n, k in zip(d.names, d.kinds):
-                if n in GIT_NEW_FILES:
-                    out[snap.path(rel, n)] = k
-        elif last == "hooks" and _is_module_dir(rel.rsplit("/", 1)[0]):
-            for n, k in zip(d.names, d.kinds):
-                if not n.endswith(".sample"):
-                    out[snap.path(rel, n)] = k
-    return out
+    return {p: k for found in _GUARDED.of(snap).values() for p, k in found}
 
 
 def guarded(roots: tuple[Path, ...] | list[Path]) -> dict[Path, str]:
