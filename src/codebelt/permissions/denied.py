@@ -128,7 +128,9 @@ class DeniedFiles:
         stamps = tuple(_stamp(p) for p in direct)
         with self._lock:
             last = self._last
-            if (last is not None and len(last[0]) == len(snaps) and all(a is b for a, b in zip(last[0], snaps))
+            # the same listings (a refresh that found nothing changed hands out the same dict)
+            if (last is not None and len(last[0]) == len(snaps)
+                    and all(a.dirs is b.dirs and a.complete == b.complete for a, b in zip(last[0], snaps))
                     and last[1] == stamps):
                 return last[2]
             view = self._compute(snaps, direct)
