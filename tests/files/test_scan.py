@@ -245,3 +245,16 @@ def test_a_value_per_directory_catches_up_over_snapshots_it_did_not_see(tmp_path
     calls.clear()
     assert dotted.of(scan.snapshot()) == {"d2": (".git",)}
     assert sorted(calls) == ["d1", "d2", "d2/.git"]  # not the other 48
+
+
+def test_a_tree_bigger_than_its_share_of_the_watch_limit_is_refreshed_by_keys(tmp_path: Path, monkeypatch):
+    """Every program of the user shares `fs.inotify.max_user_watches`: a tree past a quarter of
+    it is not watched (an editor's file watcher would find none left)."""
+    monkeypatch.setattr(inotify, "watch_budget", lambda: 5)
+    for i in range(10):
+        (tmp_path / f"d{i}").mkdir()
+    scan = TreeScan(tmp_path)
+    snap = scan.snapshot()
+    assert snap.complete and len(snap.dirs) == 11 and scan._by_keys and scan._queue is None
+    (tmp_path / "d9" / "f").write_text("")
+    assert "f" in scan.snapshot().dirs["d9"].names

@@ -71,6 +71,23 @@ def local(path: str) -> bool:
     return filesystem_type(path) in LOCAL_FILESYSTEMS
 
 
+_budget: int | None = None
+
+
+def watch_budget() -> int:
+    """How many directories one tree may watch: a quarter of the user's limit
+    (`fs.inotify.max_user_watches`), which every program of the user shares (an editor's file
+    watcher, another session); a bigger tree is refreshed by keys instead."""
+    global _budget
+    if _budget is None:
+        try:
+            with open("/proc/sys/fs/inotify/max_user_watches") as f:
+                _budget = max(1024, int(f.read()) // 4)
+        except (OSError, ValueError):
+            _budget = 2048
+    return _budget
+
+
 class Unwatchable(OSError):
     """A directory that cannot be watched: the per-user watch limit, no permission, or a file
     system whose changes do not all pass through this kernel."""

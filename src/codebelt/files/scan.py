@@ -164,6 +164,8 @@ class TreeScan:
             return None  # gone, or replaced by a symlink or a file: not a directory of the tree
         try:
             if watch:
+                if len(self._rel_wd) >= inotify.watch_budget():
+                    raise inotify.Unwatchable(f"{self.root}: more directories than this process watches")
                 # the very directory opened (not whatever its path names a moment later), and
                 # before it is listed: a change after the listing queues an event
                 wd = self._queue.watch(f"/proc/self/fd/{fd}") if self._queue is not None else None
