@@ -40,12 +40,15 @@ def covers(args: "list[str] | tuple[str, ...]") -> list[tuple[str, bool]]:
     return out
 
 
-def watched(masked: "list[Path] | tuple[Path, ...]", roots: "tuple[Path, ...] | list[Path]") -> dict[str, list[int]]:
+def watched(masked: "list[Path] | tuple[Path, ...]", roots: "tuple[Path, ...] | list[Path]",
+            targets: "list[Path] | None" = None) -> dict[str, list[int]]:
     """The identity of the directory holding each masked path under `roots` as it is now ([-1,
     -1]: that directory is not there), taken before bwrap's options are built from the paths
     (the one-shot jail's when first read): what the directories became meanwhile is checked
-    against what codebelt saw when it was given the paths."""
-    return {str(p): where for p in mask_targets(masked) if (where := cover_where(p, roots))}
+    against what codebelt saw when it was given the paths. `targets`: `mask_targets(masked)`,
+    when the caller has it already."""
+    return {str(p): where for p in (mask_targets(masked) if targets is None else targets)
+            if (where := cover_where(p, roots))}
 
 
 def cover_specs(args: "list[str] | tuple[str, ...]", writable: "tuple[Path, ...] | list[Path]",

@@ -602,7 +602,7 @@ class Sandbox:
             layer = bool(self._stage_abi and system)
             # the argv below is built when first read, a while after the paths were given: the
             # directories holding them now are what the covers are checked against
-            seen = watched(masked, c.writable_roots)
+            seen = watched(masked, c.writable_roots, self._mask_targets(masked))
             if layer:
                 readable += python_dirs()
             launch = None
