@@ -22,6 +22,7 @@ import os
 import select
 import struct
 import threading
+from dataclasses import dataclass
 
 IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE = 0x2, 0x4, 0x8
 IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x40, 0x80, 0x100, 0x200
@@ -32,6 +33,18 @@ IN_NONBLOCK, IN_CLOEXEC = os.O_NONBLOCK, os.O_CLOEXEC
 MASK = (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
         | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
 _HEADER = struct.Struct("iIII")
+
+
+@dataclass
+class Detached:
+    """An inotify instance taken out of a journal, to be given to another (in this process or,
+    the descriptor passed along, in another): its descriptor, its watches (watch descriptor →
+    directory) and the paths read from it that no drain has returned yet."""
+
+    fd: int
+    dirs: dict[int, str]
+    pending: set[str]
+    overflow: bool
 
 _libc = None
 
@@ -55,17 +68,22 @@ def available() -> tuple[bool, str]:
 
 
 class Journal:
-    def __init__(self) -> None:
-        fd = _lib().inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
-        if fd < 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"inotify_init1: {os.strerror(err)}")
+    def __init__(self, kept: "Detached | None" = None) -> None:
+        """A new inotify instance, or (`kept`) one detached from an earlier journal, with its
+        watches and whatever that journal had read and not yet drained."""
+        if kept is None:
+            fd = _lib().inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+            if fd < 0:
+                err = ctypes.get_errno()
+                raise OSError(err, f"inotify_init1: {os.strerror(err)}")
+        else:
+            fd = kept.fd
         self.fd = fd
         self._lock = threading.Lock()
-        self._dirs: dict[int, str] = {}  # watch descriptor → directory path
-        self._wds: dict[str, int] = {}
-        self._pending: set[str] = set()
-        self._overflow = False
+        self._dirs: dict[int, str] = dict(kept.dirs) if kept else {}  # watch descriptor → directory path
+        self._wds: dict[str, int] = {d: wd for wd, d in self._dirs.items()}
+        self._pending: set[str] = set(kept.pending) if kept else set()
+        self._overflow = kept.overflow if kept else False
         self._stop = False
         self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)  # close() wakes the reader at once
         self._thread = threading.Thread(target=self._read_loop, name="codebelt-journal", daemon=True)
@@ -162,6 +180,29 @@ class Journal:
                 self._pending.add(directory + "/" + os.fsdecode(name))
             else:  # the watched directory itself (deleted, moved, its mode changed)
                 self._pending.add(directory)
+
+    def detach(self) -> "Detached":
+        """Stop reading and hand over the descriptor, its watches and what was read but not
+        drained: events after this stay in the kernel's queue for whoever holds it next. The
+        caller owns the descriptor from here (this journal closes only its own pipe)."""
+        self._stop_reader()
+        with self._lock:
+            kept = Detached(self.fd, dict(self._dirs), set(self._pending), self._overflow)
+            self._pending, self._overflow = set(), False
+        for fd in (self._wake_r, self._wake_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        return kept
+
+    def _stop_reader(self) -> None:
+        self._stop = True
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:
+            pass
+        self._thread.join(timeout=2)
 
     def close(self) -> None:
         self._stop = True

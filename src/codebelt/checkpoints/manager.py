@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from . import keeping
 from .entries import ABSENT, FILE, Entry, kind_of, lstat, stat_key
 from .manifest import Manifest, live_hashes
 from .records import Change, Checkpoint, Records
@@ -103,6 +104,7 @@ class Checkpoints:
         # temp files), should they lie inside a root
         skipped = tuple(os.path.realpath(d) for d in (self.dir, *ignore))
         self._skip = lambda p: any(p == d or p.startswith(d + "/") for d in skipped)
+        self._skipped = skipped
         self._use_journal = use_journal
         # empty directories a sandbox creates as mount points (not the command's doing)
         self._placeholders = {os.path.realpath(p) for p in placeholders}
@@ -231,6 +233,8 @@ class Checkpoints:
                     self.tracker.mode, self.tracker.reason = "off", "closed"
                     self.tracker.watched.set()
                     self.tracker.filled.set()
+                elif self._adopt_kept(self.tracker):
+                    pass  # the previous process's watches and entries: nothing to walk
                 else:
                     self._baseline = threading.Thread(target=self._build_baseline, args=(self.tracker, ahead),
                                                       name="codebelt-checkpoint-baseline", daemon=True)
@@ -251,6 +255,59 @@ class Checkpoints:
         if budget.limit is not None and budget.used >= budget.limit:
             tracker.reason += (f"; the checkpoint store is full ({self.limits.max_store_bytes >> 20} MB, setting "
                                "checkpoints.maxStoreMB): files past it were not kept")
+
+    # -- kept between processes (see `keeping`) ---------------------------------------------
+    def kept_key(self) -> str | None:
+        """What a kept state must have been built with to serve this book: the roots (by path
+        and identity: a directory replaced is another tree), the store, the limits and
+        exclusions that shaped its entries, and the skipped directories inside the roots.
+        None when a root is not a directory."""
+        ids = []
+        for r in self.roots:
+            st = lstat(r)
+            if st is None:
+                return None
+            ids.append((r, st.st_dev, st.st_ino))
+        inside = sorted(d for d in self._skipped if any(d == r or d.startswith(r + "/") for r in self.roots))
+        return repr((ids, os.path.realpath(self.dir), self.limits.max_file_bytes, self.limits.max_entries,
+                     self._exclude, self._use_git, inside))
+
+    def _adopt_kept(self, tracker: Tracker) -> bool:
+        keeper = keeping.current()
+        if keeper is None or not self._use_journal:
+            return False
+        key = self.kept_key()
+        kept = keeper.take(key) if key is not None else None
+        if kept is None:
+            return False
+        if tracker.adopt(kept):
+            return True
+        os.close(kept.journal.fd)  # this process's copy
+        keeper.give(key, None)  # not usable: the walk begins anew, and its state is kept at close
+        return False
+
+    def _close_tracker(self, tracker: Tracker) -> None:
+        """Close the tracker; with a keeper, its state goes to the keeper for the next process
+        (after the manifest is saved, so that the next process finds the two matching)."""
+        keeper = keeping.current() if self._use_journal else None
+        if keeper is None:
+            tracker.close()
+            return
+        key = self.kept_key()
+        kept = tracker.keep() if key is not None else None
+        try:
+            tracker.close()
+            if kept is not None and tracker.manifest_saved:
+                kept.stamps = {r: m.stamp for r, m in tracker.manifests.items()}
+                keeper.give(key or "", kept)
+            else:
+                keeper.give(key or "", None)
+        finally:
+            if kept is not None:
+                try:
+                    os.close(kept.journal.fd)
+                except OSError:
+                    pass
 
     def start_tracking(self) -> str:
         """Build the whole baseline now, contents included. Says how changes are found."""
@@ -417,7 +474,7 @@ class Checkpoints:
             baseline.join(timeout=10)  # outside the lock: a batch it is settling needs it
         with self._lock:
             if self.tracker is not None:
-                self.tracker.close()
+                self._close_tracker(self.tracker)
             self.store.close()
             self.conn.close()
 

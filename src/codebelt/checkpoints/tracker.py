@@ -38,6 +38,7 @@ from . import gitindex, gitobjects
 from . import journal as journal_mod
 from .entries import ABSENT, DIR, FILE, LINK, NOTHING, OTHER, Entry, kind_of, lstat, stat_key
 from .exclude import Exclusions
+from .keeping import KeptState
 from .manifest import Manifest
 from .records import Change
 from .store import ObjectStore, TooLarge, Unreadable
@@ -101,6 +102,12 @@ class Tracker:
         self.started_ns = 0
         self.stopping = False
         self.counts = {"manifest": 0, "git": 0, "copied": 0, "notKept": 0}
+        self.overflows = 0  # inotify queue overflows met (each one a rescan)
+        self.complete = False  # the fill ran to its end (not cut short by closing)
+        self.manifest_saved = False
+        # Adopted with every manifest as this state saved it: the entries the rows were made
+        # from (the manifest is then answered and updated from them, never read whole).
+        self._manifest_base: dict[str, Entry] | None = None
 
     # -- paths -----------------------------------------------------------------------------
     def tracks(self, path: str) -> bool:
@@ -178,6 +185,79 @@ class Tracker:
         elif self.mode != "scan":
             self.mode = "scan"
         self.watched.set()
+
+    # -- kept between processes ------------------------------------------------------------
+    def adopt(self, kept: KeptState) -> bool:
+        """Begin from a state an earlier process kept (see `keeping`) instead of walking: its
+        watches, its queue of what changed since, its entries. Refused (False; the caller walks
+        afresh and keeps the descriptor's fate in its hands) when a fresh walk would begin from
+        something else: git's index now deciding differently which directories are left out, or
+        the manifest no longer what the state saved (another process kept other contents)."""
+        self.started_ns = kept.started_ns
+        self.entries = dict(kept.entries)  # a copy: the keeper compares against what it gave
+        self.excluded = {p: list(c) for p, c in kept.excluded.items()}
+        self.overflows = kept.overflows
+        self._load_git()  # afresh, as a walk would: the index and the configs may have changed
+        self.exclusions = Exclusions(self._patterns, self._tracked_by_git)
+        self._drop_converting_git()
+        self.journal = journal_mod.Journal(kept.journal)
+        if all(m.stamp == kept.stamps.get(r) for r, m in self.manifests.items()):
+            self._manifest_base = kept.entries
+        if not (self._exclusions_hold() and (self._manifest_base is not None
+                                             or self._manifests_hold(self.journal.peek()))):
+            self.journal.detach()  # the descriptor stays the caller's to close
+            self.journal = None
+            self.entries, self.excluded, self.git, self.git_note = {}, {}, {}, ""
+            self._manifest_base = None
+            return False
+        self.mode, self.reason = "journal", f"inotify on {self.journal.watched} directories (kept between calls)"
+        self.complete = True
+        self.watched.set()
+        self.filled.set()
+        return True
+
+    def keep(self) -> KeptState | None:
+        """The state for the next process, the journal detached from this tracker (it reads no
+        more; what happens next waits in the kernel's queue). None when there is nothing a
+        next process could begin from: no journal (scanning, the watch limit reached, tracking
+        off) or a baseline not finished."""
+        if self.mode != "journal" or self.journal is None or not self.complete:
+            return None
+        with self.lock:
+            detached = self.journal.detach()
+            self.journal = None
+            return KeptState(detached, self.entries, self.excluded, self.started_ns, {}, self.overflows)
+
+    def _exclusions_hold(self) -> bool:
+        """Every left-out directory still left out, and no kept directory now to be left out."""
+        for root in self.roots:
+            prefix = root + "/"
+            for p in self.excluded:
+                if p.startswith(prefix) and not self.exclusions.matches(p, p[len(prefix):]):
+                    return False
+            if self.exclusions:
+                for p, e in self.entries.items():
+                    if e.kind == DIR and p.startswith(prefix) and p not in self.excluded \
+                            and self.exclusions.matches(p, p[len(prefix):]):
+                        return False
+        return True
+
+    def _manifests_hold(self, dirty: set[str] | None) -> bool:
+        """Each root's manifest is what this state saved last, but for paths that changed since
+        (`dirty`, the journal's events not yet drained; None: events were lost): so every
+        content the state names for a file it takes as unchanged is still in the store
+        (collection keeps what a manifest names). Another process that saved other contents
+        (copies it could not keep, say) makes the tracker walk afresh."""
+        for root, manifest in self.manifests.items():
+            ours, theirs = self._manifest_rows(root, manifest), manifest.saved_rows()
+            if ours == theirs:
+                continue
+            if dirty is None:
+                return False
+            for p in ours.keys() | theirs.keys():
+                if ours.get(p) != theirs.get(p) and not _dirty(p, dirty, root):
+                    return False
+        return True
 
     def _load_git(self) -> None:
         if not self._use_git:
@@ -259,6 +339,7 @@ class Tracker:
                             continue
                         found.append((p, self._keep(p, st, stat_mod.S_IMODE(st.st_mode), stat_key(st), budget)))
                 self._settle(found)
+            self.complete = True
         finally:
             self.filled.set()
 
@@ -306,8 +387,13 @@ class Tracker:
         key = stat_key(st)
         mode = stat_mod.S_IMODE(st.st_mode)
         root = self._root_of(path)
-        manifest = self.manifests.get(root)
-        known = manifest.hash_for(path, key) if manifest is not None else None
+        if self._manifest_base is not None:  # what the manifest holds, without reading it whole
+            was = self._manifest_base.get(path)
+            row = _manifest_row(was) if was is not None and was is not PENDING_FILE else None
+            known = row[1] if row is not None and row[0] == key else None
+        else:
+            manifest = self.manifests.get(root)
+            known = manifest.hash_for(path, key) if manifest is not None else None
         if known is not None:
             self.counts["manifest"] += 1
             return Entry(FILE, mode, known, st.st_size, key=key)
@@ -489,6 +575,7 @@ class Tracker:
             if self.journal is not None:
                 dirty, overflow = self.journal.drain()
                 if overflow:
+                    self.overflows += 1
                     self._rescan(changes, budget)
                 else:
                     for path in sorted(dirty):
@@ -586,16 +673,41 @@ class Tracker:
 
     # -- persistence -----------------------------------------------------------------------
     def save_manifest(self) -> None:
+        base = self._manifest_base
+        if base is None:
+            for root, manifest in self.manifests.items():
+                manifest.save(self._manifest_rows(root, manifest))  # type: ignore[arg-type]
+            return
+        # the rows are those of `base`: only the entries replaced since change them (in
+        # proportion to what changed, not to the tree)
+        upsert: dict[str, dict] = {r: {} for r in self.manifests}
+        gone: dict[str, list[str]] = {r: [] for r in self.manifests}
+        changed = [(p, e) for p, e in self.entries.items() if base.get(p) is not e]
+        changed += [(p, None) for p in base if p not in self.entries]
+        for p, e in changed:
+            root = self._root_of(p)
+            if root not in upsert or e is PENDING_FILE:
+                continue
+            row = _manifest_row(e) if e is not None else None
+            was = base.get(p)
+            if row is not None:
+                upsert[root][p] = row
+            elif was is not None and was is not PENDING_FILE and _manifest_row(was) is not None:
+                gone[root].append(p)
         for root, manifest in self.manifests.items():
-            prefix = root + "/"
-            current = {p: (e.key, e.hash) for p, e in self.entries.items()
-                       if e.kind == FILE and e.hash and e.key and not e.hash.startswith(GIT_PREFIX)
-                       and p.startswith(prefix)}
-            # a file the fill had not reached (a session closed early) keeps what was saved for
-            # it: only its stat identity matching it again lets the next session use it
-            current.update({p: manifest.saved[p] for p, e in self.entries.items()
-                            if e is PENDING_FILE and p in manifest.saved and p not in current})
-            manifest.save(current)  # type: ignore[arg-type]
+            manifest.update(upsert[root], gone[root])
+        self._manifest_base = dict(self.entries)
+
+    def _manifest_rows(self, root: str, manifest: Manifest) -> dict:
+        prefix = root + "/"
+        current = {p: (e.key, e.hash) for p, e in self.entries.items()
+                   if e.kind == FILE and e.hash and e.key and not e.hash.startswith(GIT_PREFIX)
+                   and p.startswith(prefix)}
+        # a file the fill had not reached (a session closed early) keeps what was saved for
+        # it: only its stat identity matching it again lets the next session use it
+        current.update({p: manifest.saved[p] for p, e in self.entries.items()
+                        if e is PENDING_FILE and p in manifest.saved and p not in current})
+        return current
 
     def close(self) -> None:
         self.stopping = True
@@ -604,11 +716,19 @@ class Tracker:
             if self.mode != "off" and self.filled.is_set():
                 try:
                     self.save_manifest()
+                    self.manifest_saved = True
                 except Exception:  # noqa: BLE001 - a lost manifest only costs the next session a rehash
                     pass
             for reader in self._readers.values():
                 reader.close()
             self._readers.clear()
+
+
+def _manifest_row(e: Entry) -> tuple | None:
+    """What the manifest keeps of an entry: a file's stat identity and its content in the store."""
+    if e.kind == FILE and e.hash and e.key and not e.hash.startswith(GIT_PREFIX):
+        return (e.key, e.hash)
+    return None
 
 
 def _dirty(path: str, dirty: set[str], root: str) -> bool:

@@ -331,10 +331,18 @@ def serve(path: str) -> None:
     gc.freeze()  # the imported objects stay out of the collector: children share their pages
     idle = float(os.environ.get("CODEBELT_HELPER_IDLE_S") or IDLE_S)
     last = time.monotonic()
+    kept = Kept()
+    channels: dict[socket.socket, None] = {}  # each running call's line back to this process
     try:
         while time.monotonic() - last < idle:
-            if not select.select([server], [], [], min(1.0, idle))[0]:
-                if not _still_ours(path, inode):
+            ready = select.select([server, *channels], [], [], min(1.0, idle))[0]
+            for channel in ready:
+                if channel is not server:
+                    if not kept.hear(channel):
+                        channels.pop(channel, None)
+                        channel.close()
+            if server not in ready:
+                if not ready and not _still_ours(path, inode):
                     return  # the socket was removed (that is how to stop a helper) or replaced
                 continue
             try:
@@ -347,18 +355,25 @@ def serve(path: str) -> None:
                 _say(conn, b"S")
                 conn.close()
                 return
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
             if os.fork() == 0:
                 try:
                     server.close()
                     os.close(lock)
-                    _child(conn, own_key)
+                    ours.close()
+                    for other in channels:
+                        other.close()
+                    _child(conn, own_key, theirs, kept)
                 finally:
                     os._exit(70)
             conn.close()
+            theirs.close()
+            channels[ours] = None
     finally:
         if _still_ours(path, inode):
             os.unlink(path)
         server.close()
+        kept.close()
         _log("exit")
 
 
@@ -414,6 +429,9 @@ def _preload() -> None:
     from ..tool import DeclaredModel
     from ..tools import registry
 
+    from ..checkpoints import keeping, manager, tracker  # noqa: F401 - a writing call's checkpoint
+
+    tracker.preload()  # libc found once here, not by each call (ctypes.util runs ldconfig)
     plain.usable()
     for tool in registry():
         for model in (tool.Input, tool.Output):
@@ -436,7 +454,7 @@ def _fingerprint() -> list[tuple[str, int, int]]:
     return sorted(out)
 
 
-def _child(conn: _socket.socket, own_key: str) -> None:
+def _child(conn: _socket.socket, own_key: str, channel: _socket.socket, kept: Kept) -> None:
     """One call, in a fork of the helper: checked, set up as the caller's process, run."""
     import signal
 
@@ -485,6 +503,10 @@ def _child(conn: _socket.socket, own_key: str) -> None:
     os.environ.update(request["env"])
     _streams(request["streams"])
     _log("served")
+    if os.environ.get("CODEBELT_HELPER_WATCHES", "1").lower() not in ("0", "off", "no", "false"):
+        from ..checkpoints import keeping
+
+        keeping.install(CallKeeper(channel, kept))
     code = _run(conn, request["argv"])
     if os.environ.get("CODEBELT_HELPER_LOG"):
         import resource
@@ -567,6 +589,200 @@ def _run(conn: _socket.socket, argv: list[str]) -> int:
             pass
     atexit._run_exitfuncs()
     return code
+
+
+# -- checkpoints' watches kept between calls -------------------------------------------------------
+KEPT_STATES = 8  # workspaces whose tracker state is kept, least recently used dropped first
+KEPT_ENTRIES = 500_000  # entries kept in all (about 300 bytes each in this process)
+KEPT_WAIT_S = 5.0  # a call waits this long for this process's answer, then walks afresh
+MAX_KEPT_MESSAGE = 512 << 20
+
+
+class Kept:
+    """The tracker states of recent calls (see `checkpoints.keeping`), in the helper: each
+    workspace's inotify descriptor, watches and entries, lent to one call at a time.
+
+    A call is a fork of the helper, so it already holds every state as it was when it was
+    forked; it asks (`take`, naming the state's version) and is told whether that copy is the
+    current one and nobody else has it. It hands the state back at its end: the entries that
+    changed (`give`, applied here to the same version), or a state of its own — a descriptor
+    passed over the socket — when it walked afresh. A call that ends without handing back what
+    it took (killed, crashed) takes the state with it: the descriptor's queue was read by a
+    process that is gone, so the state is dropped and the next call walks afresh."""
+
+    def __init__(self) -> None:
+        from collections import OrderedDict
+
+        self.states: OrderedDict[str, list] = OrderedDict()  # key → [KeptState, version, holder or None]
+        self.version = 0
+
+    # in the helper ------------------------------------------------------------------------------
+    def hear(self, channel: _socket.socket) -> bool:
+        """One message from a call; False when the call is gone (what it held is dropped)."""
+        try:
+            message, fd = _read_message(channel)
+        except (OSError, ValueError, EOFError):
+            self._gone(channel)
+            return False
+        try:
+            op, key = message["op"], message["key"]
+            if op == "take":
+                rec = self.states.get(key)
+                ok = rec is not None and rec[1] == message["version"] and rec[2] is None
+                if ok:
+                    rec[2] = channel
+                channel.sendall(b"Y" if ok else b"N")
+            elif op == "drop":
+                if self._held(key, channel):
+                    self._drop(key, "the call could not use it")
+            elif op == "give":
+                self._given(key, channel, message["state"], fd)
+                fd = -1
+        except Exception as e:  # noqa: BLE001 - a message this process cannot use costs that state, never the helper
+            _log("kept", f"bad message: {type(e).__name__}")
+            self._gone(channel)
+            return False
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        return True
+
+    def _gone(self, channel: _socket.socket) -> None:
+        for key in [k for k, rec in self.states.items() if rec[2] is channel]:
+            self._drop(key, "its call ended without handing it back")
+
+    def _held(self, key: str, channel: _socket.socket) -> bool:
+        rec = self.states.get(key)
+        return rec is not None and rec[2] is channel
+
+    def _given(self, key: str, channel: _socket.socket, wire: dict, fd: int) -> None:
+        from ..checkpoints import keeping
+
+        rec = self.states.get(key)
+        if wire["full"]:
+            if rec is not None and rec[2] not in (None, channel):
+                os.close(fd)  # another call holds this workspace's state: it hands it back
+                return
+            state = keeping.from_wire(wire, fd)
+            if rec is not None:
+                self._drop(key, "replaced")
+        else:
+            if fd >= 0:
+                os.close(fd)
+            if rec is None or rec[2] is not channel:
+                return
+            state = keeping.from_wire(wire, rec[0].journal.fd, into=rec[0])
+            del self.states[key]
+        self.version += 1
+        self.states[key] = [state, self.version, None]
+        self._bound()
+
+    def _bound(self) -> None:
+        total = sum(rec[0].size() for rec in self.states.values())
+        for key in list(self.states):
+            if len(self.states) <= KEPT_STATES and total <= KEPT_ENTRIES:
+                break
+            rec = self.states[key]
+            if rec[2] is None:
+                total -= rec[0].size()
+                self._drop(key, "least recently used")
+
+    def _drop(self, key: str, why: str) -> None:
+        rec = self.states.pop(key, None)
+        if rec is not None:
+            os.close(rec[0].journal.fd)
+            _log("kept", f"dropped: {why}")
+
+    def close(self) -> None:
+        for key in list(self.states):
+            self._drop(key, "the helper ends")
+
+
+class CallKeeper:
+    """The keeper of one call (a fork of the helper): takes its workspace's state from the
+    copy it was forked with, when the helper says that copy is current and free."""
+
+    def __init__(self, channel: _socket.socket, kept: Kept) -> None:
+        self.channel, self.kept = channel, kept
+        self.taken: dict[str, object] = {}
+
+    def take(self, key: str):
+        rec = self.kept.states.get(key)
+        if rec is None:
+            _log("watches", "fresh: none kept")
+            return None
+        try:
+            self.channel.settimeout(KEPT_WAIT_S)
+            _send_message(self.channel, {"op": "take", "key": key, "version": rec[1]})
+            answer = self.channel.recv(1)
+        except OSError:
+            answer = b""
+        if answer != b"Y":
+            _log("watches", "fresh: in use or changed")
+            return None
+        self.taken[key] = rec[0]
+        _log("watches", "kept")
+        return rec[0]
+
+    def give(self, key: str, state) -> None:
+        from ..checkpoints import keeping
+
+        base = self.taken.pop(key, None)
+        try:
+            if state is None or state.size() > KEPT_ENTRIES:
+                if base is not None:
+                    _send_message(self.channel, {"op": "drop", "key": key})
+                _log("watches", "given: none")
+                return
+            wire = keeping.to_wire(state, base.entries if base is not None else None)  # type: ignore[attr-defined]
+            _send_message(self.channel, {"op": "give", "key": key, "state": wire},
+                          fd=state.journal.fd if base is None else None)
+            _log("watches", f"given: {'part' if base is not None else 'full'} overflows={state.overflows}")
+        except (OSError, ValueError):
+            pass  # the helper is gone: the next call walks afresh
+
+
+def _send_message(sock: _socket.socket, message: dict, fd: int | None = None) -> None:
+    data = marshal.dumps(message)
+    head = struct.pack("!Q", len(data))
+    if fd is None:
+        sock.sendall(head + data)
+        return
+    sent = sock.sendmsg([head, data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("i", fd))])
+    if sent < len(head) + len(data):
+        sock.sendall(memoryview(head + data)[sent:])
+
+
+def _read_message(sock: _socket.socket) -> tuple[dict, int]:
+    """One message from a call, and the descriptor sent with it (-1: none)."""
+    sock.settimeout(KEPT_WAIT_S)
+    head, ancillary, _, _ = sock.recvmsg(8, _socket.CMSG_SPACE(struct.calcsize("i")), _socket.MSG_CMSG_CLOEXEC)
+    fds = _received_fds(ancillary)
+    try:
+        if not head:
+            raise EOFError()
+        while len(head) < 8:
+            more = sock.recv(8 - len(head))
+            if not more:
+                raise EOFError()
+            head += more
+        size = struct.unpack("!Q", head)[0]
+        if size > MAX_KEPT_MESSAGE or len(fds) > 1:
+            raise ValueError("message too large")
+        data = bytearray()
+        while len(data) < size:
+            chunk = sock.recv(min(1 << 20, size - len(data)))
+            if not chunk:
+                raise EOFError()
+            data += chunk
+        message = marshal.loads(data)  # from a fork of this process (see `Kept`)
+        if not isinstance(message, dict):
+            raise ValueError("not a message")
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return message, fds[0] if fds else -1
 
 
 if __name__ == "__main__":
