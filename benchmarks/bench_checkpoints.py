@@ -19,8 +19,9 @@ makes it a git repository, and times, each the median of R runs:
 - through a Session: a Bash call with checkpoints off and on; a session's first writing
   command in the workspace with a fresh store (the baseline begun in the background at the
   session's start: the command waits for its watches only);
-- through the command line (`codebelt call`, a process per call): `true` and a command that
-  changes one file, checkpoints off and on;
+- through the command line (`codebelt call`, a process per call, through the resident helper):
+  `true` and a command that changes one file, checkpoints off, on with each call walking the
+  tree, and on with the helper keeping the watches between calls (docs/checkpoints.md);
 - an unprivileged overlay mount and unmount (the alternative design: see docs/checkpoints.md).
 """
 
@@ -98,13 +99,19 @@ def cli_rows(ws: Path, tmp: Path, target: str, R: int, row: Callable[..., None])
         on_.write_text('{' + common + '}')
         env = {**os.environ, "XDG_STATE_HOME": str(state)}
 
-        def cli_call(settings: Path, command: str) -> Callable[[], float]:
+        # A copy of the tree that only calls keeping the watches touch: a call that walks saves
+        # the manifest whole (a new stamp), after which a kept state's next call reads it whole.
+        kept_ws = tmp / "ws-kept"
+        shutil.copytree(ws, kept_ws, symlinks=True)
+
+        def cli_call(settings: Path, command: str, keep: bool = True, root: Path = ws) -> Callable[[], float]:
             def run() -> float:
-                argv = [str(cli), "call", "--root", str(ws), "--mode", "bypassPermissions", "--sandbox", "off", "--settings",
-                        str(settings), "Bash", json.dumps({"command": command})]
+                argv = [str(cli), "call", "--root", str(root), "--mode", "bypassPermissions", "--sandbox", "off",
+                        "--settings", str(settings), "Bash", json.dumps({"command": command})]
 
                 def once() -> None:
-                    r = subprocess.run(argv, env=env, capture_output=True, text=True)
+                    r = subprocess.run(argv, env={**env, "CODEBELT_HELPER_WATCHES": "1" if keep else "0"},
+                                       capture_output=True, text=True)
                     if r.returncode:
                         raise RuntimeError(f"{' '.join(argv)}: exit {r.returncode}: {r.stderr or r.stdout}")
                 return timed(once)
@@ -112,10 +119,22 @@ def cli_rows(ws: Path, tmp: Path, target: str, R: int, row: Callable[..., None])
 
         row("codebelt call, the first writing call in the workspace (every file kept)",
             cli_call(on_, f"echo x >> {target}")() * 1000)
-        for name, settings in (("off", off), ("on", on_)):
-            row(f"codebelt call Bash `true`, checkpoints {name}", median_ms(cli_call(settings, "true"), R))
-            row(f"codebelt call Bash appending to 1 file, checkpoints {name}",
-                median_ms(cli_call(settings, f"echo x >> {target}"), R))
+        row("the same in the copy, the helper keeping its state afterwards",
+            cli_call(on_, f"echo x >> {target}", root=kept_ws)() * 1000)
+        # Side by side, interleaved (one call of each in turn, so the machine's load falls on all
+        # alike): checkpoints off; on, each call walking the tree (CODEBELT_HELPER_WATCHES=0: as
+        # before the helper kept the watches); on, the watches kept, with a walking call's
+        # manifest save between each two (the same tree); on, the watches kept (the copy).
+        variants = (("off", off, True, ws), ("on, each call walks", on_, False, ws),
+                    ("on, kept, a walking call between", on_, True, ws), ("on, watches kept", on_, True, kept_ws))
+        for label, command in (("`true`", "true"), ("appending to 1 file", f"echo x >> {target}")):
+            runs = [cli_call(settings, command, keep, root) for _, settings, keep, root in variants]
+            times: list[list[float]] = [[] for _ in variants]
+            for _ in range(R):
+                for i, fn in enumerate(runs):
+                    times[i].append(fn())
+            for (name, *_), t in zip(variants, times):
+                row(f"codebelt call Bash {label}, checkpoints {name}", statistics.median(t) * 1000)
 
 
 def main() -> int:
