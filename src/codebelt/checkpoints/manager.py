@@ -105,6 +105,7 @@ class Checkpoints:
         skipped = tuple(os.path.realpath(d) for d in (self.dir, *ignore))
         self._skip = lambda p: any(p == d or p.startswith(d + "/") for d in skipped)
         self._skipped = skipped
+        self._kept_as: str | None = None  # the key the tracker's state was asked for under
         self._use_journal = use_journal
         # empty directories a sandbox creates as mount points (not the command's doing)
         self._placeholders = {os.path.realpath(p) for p in placeholders}
@@ -276,7 +277,7 @@ class Checkpoints:
         keeper = keeping.current()
         if keeper is None or not self._use_journal:
             return False
-        key = self.kept_key()
+        key = self._kept_as = self.kept_key()
         kept = keeper.take(key) if key is not None else None
         if kept is None:
             return False
@@ -294,14 +295,15 @@ class Checkpoints:
             tracker.close()
             return
         key = self.kept_key()
-        kept = tracker.keep() if key is not None else None
+        # a root replaced meanwhile: this state is of another tree than the one it was taken for
+        kept = tracker.keep() if key is not None and key == self._kept_as else None
         try:
             tracker.close()
             if kept is not None and tracker.manifest_saved:
                 kept.stamps = {r: m.stamp for r, m in tracker.manifests.items()}
                 keeper.give(key or "", kept)
             else:
-                keeper.give(key or "", None)
+                keeper.give(self._kept_as or "", None)
         finally:
             if kept is not None:
                 try:
