@@ -66,6 +66,9 @@ class Entry:
 
 
 NOTHING = Entry(ABSENT)
+PENDING = ("not kept: the checkpoint baseline had not reached it yet when the call ran (it is built in "
+           "the background from the session's start)")
+PENDING_FILE = Entry(FILE, lost=PENDING)  # a file listed, its pre-image not yet established
 
 
 def stat_key(st: os.stat_result) -> StatKey:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .entries import Entry
+from .entries import PENDING_FILE, Entry
 from .journal import Detached
 
 
@@ -76,8 +76,6 @@ def _entry_in(t: Any, pending: Entry) -> Entry:
 def to_wire(state: KeptState, base: dict[str, Entry] | None = None) -> dict[str, Any]:
     """`state` as plain data; with `base` (the entries it was given), only the entries that
     differ from them (an entry is replaced, never changed in place, so identity says it)."""
-    from .tracker import PENDING_FILE
-
     if base is None:
         entries = {p: _entry_out(e, PENDING_FILE) for p, e in state.entries.items()}
         gone: list[str] = []
@@ -93,8 +91,6 @@ def to_wire(state: KeptState, base: dict[str, Entry] | None = None) -> dict[str,
 def from_wire(wire: dict[str, Any], fd: int, into: KeptState | None = None) -> KeptState:
     """The state `wire` describes, around the descriptor `fd`; a partial one (`full` false)
     applied to `into`, the state it was taken from (whose entries it updates in place)."""
-    from .tracker import PENDING_FILE
-
     if wire["full"]:
         entries: dict[str, Entry] = {}
     else:

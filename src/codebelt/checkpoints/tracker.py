@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from . import gitindex, gitobjects
 from . import journal as journal_mod
-from .entries import ABSENT, DIR, FILE, LINK, NOTHING, OTHER, Entry, kind_of, lstat, stat_key
+from .entries import (ABSENT, DIR, FILE, LINK, NOTHING, OTHER, PENDING, PENDING_FILE, Entry, kind_of, lstat,  # noqa: F401
+                      stat_key)
 from .exclude import Exclusions
 from .keeping import KeptState
 from .manifest import Manifest
@@ -48,9 +49,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .gitobjects import ObjectReader
 
 GIT_PREFIX = "git:"
-PENDING = ("not kept: the checkpoint baseline had not reached it yet when the call ran (it is built in "
-           "the background from the session's start)")
-PENDING_FILE = Entry(FILE, lost=PENDING)  # a file listed, its pre-image not yet established
 BATCH = 256  # files settled per hold of the lock while filling in the background
 BACKGROUND_NICE = 10
 
