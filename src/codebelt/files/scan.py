@@ -199,29 +199,36 @@ class TreeScan:
             os.close(fd)
 
     def _refresh(self) -> Snapshot:
+        """A walk by keys: each known directory `lstat`ed, listed again when its key changed."""
         kept = self._kept
-        deadline = time.monotonic() + self.budget_s
-        # A walk cut short last time goes on where it stopped, so a tree too big for one budget
-        # completes over a few refreshes instead of never.
-        dirs, stack = self._pending if self._pending is not None else ({}, [""])
-        self._pending = None
-        while stack:
-            if time.monotonic() > deadline:
-                return self._cut_short(dirs, stack)
-            rel = stack.pop()
+
+        def by_key(rel: str) -> Dir | None:
             old = kept.get(rel)
-            d = None
             if old is not None and not old.racy:
                 try:
                     st = os.stat(self.root / rel if rel else self.root, follow_symlinks=False)
                 except OSError:
                     st = None
                 if st is not None and stat_mod.S_ISDIR(st.st_mode) and _key(st) == old.key:
-                    d = old  # unchanged: its entries are as listed
+                    return old  # unchanged: its entries are as listed
+            return self._list(rel)
+
+        return self._walk(by_key)
+
+    def _walk(self, list_dir: "Callable[[str], Dir | None]") -> Snapshot:
+        """The whole tree, a directory at a time by `list_dir`, within the time budget. A walk
+        cut short last time goes on where it stopped, so a tree too big for one budget completes
+        over a few refreshes instead of never."""
+        deadline = time.monotonic() + self.budget_s
+        dirs, stack = self._pending if self._pending is not None else ({}, [""])
+        self._pending = None
+        while stack:
+            if time.monotonic() > deadline:
+                return self._cut_short(dirs, stack)
+            rel = stack.pop()
+            d = list_dir(rel)
             if d is None:
-                d = self._list(rel)
-                if d is None:
-                    continue
+                continue
             dirs[rel] = d
             prefix = rel + "/" if rel else ""
             stack.extend(prefix + n for n in d.subdirs)
@@ -266,22 +273,10 @@ class TreeScan:
 
     def _walk_watched(self) -> Snapshot:
         """A whole walk, each directory watched before it is listed (resumed if cut short)."""
-        deadline = time.monotonic() + self.budget_s
-        dirs, stack = self._pending if self._pending is not None else ({}, [""])
-        self._pending = None
-        while stack:
-            if time.monotonic() > deadline:
-                return self._cut_short(dirs, stack)
-            rel = stack.pop()
-            d = self._list(rel, watch=True)
-            if d is None:
-                continue
-            dirs[rel] = d
-            prefix = rel + "/" if rel else ""
-            stack.extend(prefix + n for n in d.subdirs)
-        self._kept = dirs
-        self._watching = "" in dirs  # a root that is not there yet is walked again each time
-        return self._made(dirs, True)
+        snap = self._walk(lambda rel: self._list(rel, watch=True))
+        # a root that is not there yet is walked again each time
+        self._watching = snap.complete and "" in snap.dirs
+        return snap
 
     def _from_events(self) -> Snapshot:
         """The directories with a queued event listed again (a new subdirectory walked, one gone
