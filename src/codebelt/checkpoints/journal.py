@@ -16,23 +16,20 @@ returns False and the caller falls back to scanning.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 import os
 import select
-import struct
 import threading
 from dataclasses import dataclass
 
-IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE = 0x2, 0x4, 0x8
-IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x40, 0x80, 0x100, 0x200
-IN_DELETE_SELF, IN_MOVE_SELF = 0x400, 0x800
-IN_Q_OVERFLOW, IN_IGNORED = 0x4000, 0x8000
-IN_ONLYDIR, IN_DONT_FOLLOW, IN_EXCL_UNLINK = 0x01000000, 0x02000000, 0x04000000
+from ..files.inotify import (
+    IN_ATTRIB, IN_CLOSE_WRITE, IN_CREATE, IN_DELETE, IN_DELETE_SELF, IN_DONT_FOLLOW, IN_EXCL_UNLINK, IN_IGNORED,
+    IN_MODIFY, IN_MOVE_SELF, IN_MOVED_FROM, IN_MOVED_TO, IN_ONLYDIR, IN_Q_OVERFLOW, libc, parse,
+)
+
 IN_NONBLOCK, IN_CLOEXEC = os.O_NONBLOCK, os.O_CLOEXEC
 MASK = (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
         | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
-_HEADER = struct.Struct("iIII")
 
 
 @dataclass
@@ -46,19 +43,10 @@ class Detached:
     pending: set[str]
     overflow: bool
 
-_libc = None
-
-
-def _lib():
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    return _libc
-
 
 def available() -> tuple[bool, str]:
     try:
-        fd = _lib().inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+        fd = libc().inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
     except (OSError, AttributeError) as e:
         return False, f"inotify is not available: {e}"
     if fd < 0:
@@ -72,7 +60,7 @@ class Journal:
         """A new inotify instance, or (`kept`) one detached from an earlier journal, with its
         watches and whatever that journal had read and not yet drained."""
         if kept is None:
-            fd = _lib().inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+            fd = libc().inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
             if fd < 0:
                 err = ctypes.get_errno()
                 raise OSError(err, f"inotify_init1: {os.strerror(err)}")
@@ -95,7 +83,7 @@ class Journal:
 
     def add(self, directory: str) -> bool:
         """Watch `directory`. False when the watch limit is reached (the caller must scan)."""
-        wd = _lib().inotify_add_watch(self.fd, os.fsencode(directory), MASK)
+        wd = libc().inotify_add_watch(self.fd, os.fsencode(directory), MASK)
         if wd < 0:
             err = ctypes.get_errno()
             if err in (errno.ENOSPC, errno.ENOMEM):
@@ -119,7 +107,7 @@ class Journal:
             if wd is None or self._dirs.get(wd) != directory:
                 return
             del self._dirs[wd]
-        _lib().inotify_rm_watch(self.fd, wd)
+        libc().inotify_rm_watch(self.fd, wd)
 
     def drain(self) -> tuple[set[str], bool]:
         """Paths changed since the last drain, and whether events were lost (rescan)."""
@@ -159,12 +147,7 @@ class Journal:
             self._parse(buf)
 
     def _parse(self, buf: bytes) -> None:
-        pos = 0
-        while pos + _HEADER.size <= len(buf):
-            wd, mask, _cookie, length = _HEADER.unpack_from(buf, pos)
-            pos += _HEADER.size
-            name = buf[pos:pos + length].split(b"\0", 1)[0]
-            pos += length
+        for wd, mask, name in parse(buf):
             if mask & IN_Q_OVERFLOW:
                 self._overflow = True
                 continue
@@ -205,12 +188,7 @@ class Journal:
         self._thread.join(timeout=2)
 
     def close(self) -> None:
-        self._stop = True
-        try:
-            os.write(self._wake_w, b"x")
-        except OSError:
-            pass
-        self._thread.join(timeout=2)
+        self._stop_reader()
         # Closing an inotify descriptor waits for the kernel to retire its watches (~10–20 ms):
         # not on the caller's time.
         threading.Thread(target=self._close_fds, name="codebelt-journal-close", daemon=True).start()

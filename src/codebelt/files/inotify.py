@@ -22,9 +22,10 @@ import threading
 import weakref
 from collections.abc import Iterator
 
-IN_ATTRIB, IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x4, 0x40, 0x80, 0x100, 0x200
+IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE = 0x2, 0x4, 0x8
+IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x40, 0x80, 0x100, 0x200
 IN_DELETE_SELF, IN_MOVE_SELF, IN_UNMOUNT, IN_Q_OVERFLOW, IN_IGNORED = 0x400, 0x800, 0x2000, 0x4000, 0x8000
-IN_ONLYDIR, IN_DONT_FOLLOW, IN_MASK_ADD = 0x01000000, 0x02000000, 0x20000000
+IN_ONLYDIR, IN_DONT_FOLLOW, IN_EXCL_UNLINK, IN_MASK_ADD = 0x01000000, 0x02000000, 0x04000000, 0x20000000
 # what changes which entries a directory holds, or whether they may be looked up (a mode)
 ENTRIES = (IN_ATTRIB | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
            | IN_ONLYDIR)
@@ -50,7 +51,8 @@ LOCAL_FILESYSTEMS = frozenset({
 _libc = None
 
 
-def _lib():
+def libc():
+    """The C library, for inotify's calls (and statfs)."""
     global _libc
     if _libc is None:
         _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
@@ -58,10 +60,22 @@ def _lib():
     return _libc
 
 
+def parse(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
+    """(watch, mask, name) of each event in what one read of a queue returned; the name is empty
+    for an event on the watched directory itself."""
+    offset = 0
+    while offset + _HEADER.size <= len(buf):
+        wd, mask, _cookie, length = _HEADER.unpack_from(buf, offset)
+        offset += _HEADER.size
+        name = buf[offset:offset + length].split(b"\0", 1)[0]
+        offset += length
+        yield wd, mask, name
+
+
 def filesystem_type(path: str) -> int | None:
     """statfs's f_type for `path` (None: unknown). os.statvfs does not give it."""
     buf = ctypes.create_string_buffer(256)  # struct statfs is 120 bytes on 64-bit Linux
-    if _lib().statfs(os.fsencode(path), buf) != 0:
+    if libc().statfs(os.fsencode(path), buf) != 0:
         return None
     return ctypes.c_long.from_buffer(buf).value & 0xFFFFFFFF
 
@@ -98,7 +112,7 @@ class Queue:
 
     def __init__(self) -> None:
         try:
-            fd = _lib().inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = libc().inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
         except (OSError, AttributeError) as e:
             raise Unwatchable(f"inotify is not available: {e}") from None
         if fd < 0:
@@ -112,7 +126,7 @@ class Queue:
         watched), None when it is gone or not a directory; Unwatchable when it cannot be."""
         if not local(path):
             raise Unwatchable(f"{path}: not on a local file system")
-        wd = _lib().inotify_add_watch(self.fd, os.fsencode(path), mask)
+        wd = libc().inotify_add_watch(self.fd, os.fsencode(path), mask)
         if wd < 0:
             err = ctypes.get_errno()
             if err in (errno.ENOENT, errno.ENOTDIR):
@@ -121,7 +135,7 @@ class Queue:
         return wd
 
     def unwatch(self, wd: int) -> None:
-        _lib().inotify_rm_watch(self.fd, wd)
+        libc().inotify_rm_watch(self.fd, wd)
 
     def events(self) -> Iterator[tuple[int, int]]:
         """(watch, mask) of each queued event, without waiting; (-1, IN_Q_OVERFLOW) when events
@@ -134,10 +148,7 @@ class Queue:
             except OSError:
                 yield -1, IN_Q_OVERFLOW
                 return
-            offset = 0
-            while offset + _HEADER.size <= len(buf):
-                wd, mask, _cookie, length = _HEADER.unpack_from(buf, offset)
-                offset += _HEADER.size + length
+            for wd, mask, _name in parse(buf):
                 yield wd, mask
 
     def close(self) -> None:
