@@ -255,6 +255,6 @@ def test_a_tree_bigger_than_its_share_of_the_watch_limit_is_refreshed_by_keys(tm
         (tmp_path / f"d{i}").mkdir()
     scan = TreeScan(tmp_path)
     snap = scan.snapshot()
-    assert snap.complete and len(snap.dirs) == 11 and scan._by_keys and scan._queue is None
+    assert snap.complete and len(snap.dirs) == 11 and scan._by_keys and scan._watcher is None
     (tmp_path / "d9" / "f").write_text("")
     assert "f" in scan.snapshot().dirs["d9"].names

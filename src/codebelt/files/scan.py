@@ -84,9 +84,8 @@ class Snapshot:
     taken: float = 0.0  # time.monotonic() when it was taken
     # (the walk's token, this snapshot's number): `PerDirectory` keeps its values per walk
     lineage: tuple[int, int] = (0, 0)
-    # the number of the snapshot this one was made from, and the directories whose record
-    # differs from that one's (listed again, made, gone); None: not known (a whole walk)
-    base: int = -1
+    # the directories whose record differs from the last complete snapshot's (listed again,
+    # made, gone); None: not known (a whole walk)
     changed: "frozenset[str] | None" = None
 
     @property
@@ -128,7 +127,7 @@ class TreeScan:
         self._last: Snapshot | None = None
         self._kept: dict[str, Dir] = {}  # the directories of the last complete walk
         self._pending: tuple[dict[str, Dir], list[str]] | None = None  # a walk cut short: (reached, to visit)
-        self._queue: inotify.Watcher | None = None
+        self._watcher: inotify.Watcher | None = None
         self._watching = False  # every directory of _kept was listed after its watch was added
         self._by_keys = False  # inotify does not work for this tree (or this is a forked child)
         self._wd_rels: dict[int, set[str]] = {}  # watch -> the directories (relative) it watches
@@ -147,10 +146,10 @@ class TreeScan:
             last = self._last
             if last is not None and time.monotonic() - last.taken <= max_age:
                 return last
-            if self._queue is not None and not self._queue.mine:
+            if self._watcher is not None and not self._watcher.mine:
                 # a forked child shares its parent's queue: reading it would take the parent's
                 # events. It goes on by keys from the listings it inherited.
-                self._queue = None
+                self._watcher = None
                 self._watching, self._by_keys = False, True
                 self._wd_rels, self._rel_wd = {}, {}
             self._last = self._refresh() if self._by_keys else self._refresh_watched()
@@ -168,7 +167,7 @@ class TreeScan:
                     raise inotify.Unwatchable(f"{self.root}: more directories than this process watches")
                 # the very directory opened (not whatever its path names a moment later), and
                 # before it is listed: a change after the listing queues an event
-                wd = self._queue.watch(f"/proc/self/fd/{fd}") if self._queue is not None else None
+                wd = self._watcher.watch(f"/proc/self/fd/{fd}") if self._watcher is not None else None
                 if wd is None:
                     return None
                 was = self._rel_wd.get(rel)
@@ -251,13 +250,13 @@ class TreeScan:
             self._history[self._number] = (base, changed)
             while len(self._history) > HISTORY:
                 self._history.popitem(last=False)
-        return Snapshot(self.root, dirs, complete, reason, time.monotonic(), (self._token, self._number), base, changed)
+        return Snapshot(self.root, dirs, complete, reason, time.monotonic(), (self._token, self._number), changed)
 
     # -- refreshed from the inotify queue --------------------------------------------------------
     def _refresh_watched(self) -> Snapshot:
         try:
-            if self._queue is None:
-                self._queue = inotify.Watcher()
+            if self._watcher is None:
+                self._watcher = inotify.Watcher()
             if not self._watching:
                 snap = self._walk_watched()
                 if not snap.complete or not self._watching:
@@ -281,13 +280,13 @@ class TreeScan:
     def _from_events(self) -> Snapshot:
         """The directories with a queued event listed again (a new subdirectory walked, one gone
         dropped with what was below it); the last snapshot's listings for the rest."""
-        assert self._queue is not None
+        assert self._watcher is not None
         deadline = time.monotonic() + self.budget_s
         dirs: dict[str, Dir] | None = None
         self._touched = set()
         while True:  # until the queue is empty: listing may meet changes made meanwhile
             dirty: set[str] = set()
-            for wd, mask in self._queue.events():
+            for wd, mask in self._watcher.events():
                 if mask & inotify.IN_Q_OVERFLOW:
                     return self._restart()
                 dirty.update(self._wd_rels.get(wd, ()))
@@ -350,11 +349,11 @@ class TreeScan:
                 rels.discard(gone)
                 if not rels:
                     del self._wd_rels[wd]
-                    if self._queue is not None:
-                        self._queue.unwatch(wd)
+                    if self._watcher is not None:
+                        self._watcher.unwatch(wd)
 
     def _restart(self) -> Snapshot:
-        """Events lost, or too much changed for one refresh: a new queue and a whole walk."""
+        """Events lost, or too much changed for one refresh: a new watcher and a whole walk."""
         self._stop_watching()
         self._pending = None
         return self._refresh_watched()
@@ -380,9 +379,9 @@ class TreeScan:
             self._by_keys = True
 
     def _stop_watching(self) -> None:
-        if self._queue is not None:
-            self._queue.close()  # its watches let go (nothing, in a forked child)
-        self._queue = None
+        if self._watcher is not None:
+            self._watcher.close()  # its watches let go (nothing, in a forked child)
+        self._watcher = None
         self._watching = False
         self._wd_rels, self._rel_wd = {}, {}
 

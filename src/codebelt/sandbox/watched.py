@@ -46,7 +46,7 @@ class WatchedLookups:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._queue: inotify.Watcher | None = None
+        self._watcher: inotify.Watcher | None = None
         self._broken = False  # inotify does not work here: nothing is kept
         self._wd_of: dict[str, int] = {}  # directory -> watch
         self._users: dict[int, set[Hashable]] = {}  # watch -> keys of the answers that looked in it
@@ -96,24 +96,24 @@ class WatchedLookups:
 
     def close(self) -> None:
         with self._lock:
-            if self._queue is not None:
-                self._queue.close()
-            self._queue, self._broken = None, True
+            if self._watcher is not None:
+                self._watcher.close()
+            self._watcher, self._broken = None, True
             self._answers.clear()
 
     # -- inside the lock ----------------------------------------------------------------------
     def _ready(self) -> bool:
-        """The queue is this process's (made now, or afresh after a fork)."""
+        """The watcher is this process's (made now, or afresh after a fork)."""
         if self._broken:
             return False
-        if self._queue is not None and self._queue.mine:
+        if self._watcher is not None and self._watcher.mine:
             return True
         self._wd_of, self._users, self._answers = {}, {}, {}
         # a forked child's copy of the descriptor shares the parent's queue: left alone, not read
         try:
-            self._queue = inotify.Watcher()
+            self._watcher = inotify.Watcher()
         except inotify.Unwatchable:
-            self._queue, self._broken = None, True
+            self._watcher, self._broken = None, True
             return False
         return True
 
@@ -123,8 +123,8 @@ class WatchedLookups:
             return wd
         if len(self._wd_of) >= MAX_WATCHES:
             self._forget_all()
-        assert self._queue is not None
-        wd = self._queue.watch(directory, MASK)  # Unwatchable: the lookup's answer is not kept
+        assert self._watcher is not None
+        wd = self._watcher.watch(directory, MASK)  # Unwatchable: the lookup's answer is not kept
         if wd is None:
             # gone since the lookup saw it: that change queued an event on its parent, which was
             # watched before the lookup looked at it there
@@ -133,10 +133,10 @@ class WatchedLookups:
         return wd
 
     def _read_events(self) -> None:
-        assert self._queue is not None
-        for wd, mask in self._queue.events():
+        assert self._watcher is not None
+        for wd, mask in self._watcher.events():
             if mask & IN_Q_OVERFLOW:
-                self._forget_all()  # a new queue: what was left in the old one no longer matters
+                self._forget_all()  # a new watcher: what was left for the old one no longer matters
                 return
             for key in self._users.pop(wd, ()):
                 self._answers.pop(key, None)
@@ -145,17 +145,17 @@ class WatchedLookups:
                 for directory in [d for d, w in self._wd_of.items() if w == wd]:
                     del self._wd_of[directory]
                 if not mask & inotify.IN_IGNORED:
-                    self._queue.unwatch(wd)
+                    self._watcher.unwatch(wd)
 
     def _forget_all(self) -> None:
-        """Every answer and watch dropped (a lost event, too many watches): a new queue."""
+        """Every answer and watch dropped (a lost event, too many watches): a new watcher."""
         self._answers.clear()
         self._users.clear()
         self._wd_of.clear()
         self._generation += 1
-        if self._queue is not None:
-            self._queue.close()
-        self._queue = None
+        if self._watcher is not None:
+            self._watcher.close()
+        self._watcher = None
         self._ready()
 
 
