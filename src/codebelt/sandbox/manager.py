@@ -330,12 +330,17 @@ class Sandbox:
                 launch = self._sandbox_launch(pairs, install, argv, cwd, env, binds, masked or [], overlays)
             # bwrap mounts the masks by path: those a command could move are checked inside,
             # before the command (stage.py), against their directories as they are now
-            seen = watched(masked or (), c.writable)
-            args = _bwrap.sandbox_args(c, cwd, protect=create, masked=masked or (), overlays=overlays, binds=binds)
-            specs = cover_specs(args, c.writable, seen)
-            if specs:
-                argv = stage_argv(STAGE_PYTHON, _stage_source(layer=False), 0, [], specs, argv)
-            argv = [self.bwrap_path or "bwrap", *args, "--", *argv]
+            seen = watched(masked or (), c.writable, self._mask_targets(masked or ()))
+            command = argv
+
+            def one_shot_argv() -> list[str]:
+                # built when first read: not for a command the resident sandbox takes
+                args = _bwrap.sandbox_args(c, cwd, protect=create, masked=masked or (), overlays=overlays,
+                                           binds=binds)
+                specs = cover_specs(args, c.writable, seen)
+                inner = stage_argv(STAGE_PYTHON, _stage_source(layer=False), 0, [], specs, command) if specs else command
+                return [self.bwrap_path or "bwrap", *args, "--", *inner]
+
             restrict = None
         elif masked:
             restrict = self._masked_write_ruleset(masked).restrict_in_child
@@ -343,9 +348,11 @@ class Sandbox:
             self._split_in_roots = []
             restrict = self.ruleset.restrict_in_child
         preexec = self._preexec(pairs, restrict, install)
-        if network is not None:  # (…, cleanup, descriptors the child inherits)
-            return argv, env, preexec, network.close, (network.child_fd,)
-        return Wrapped((argv, env, preexec), launch)
+        if backend == "bwrap":
+            if network is not None:  # (…, cleanup, descriptors the child inherits)
+                return one_shot_argv(), env, preexec, network.close, (network.child_fd,)
+            return Wrapped(launch=launch, build=lambda: (one_shot_argv(), env, preexec))
+        return Wrapped((argv, env, preexec), launch)  # (a network by domain is bwrap's alone: `wrapper`)
 
     def _sandbox_launch(self, pairs, install, argv: list[str], cwd: Path, env: dict,
                         binds: list[tuple[Path, str]], masked: list[Path],
@@ -506,23 +513,24 @@ class Sandbox:
         return list(self._lookups.get(("path", path_var, home, writable),
                                       lambda consult: _jail.path_dirs(path_var, home, writable, consult)))
 
-    def _secrets(self) -> list[str]:
-        """The paths of /etc's secrets (jail.SECRETS) that exist now, kept like the PATH directories."""
+    def _kept_about(self, key: tuple, paths: "Sequence[Path | str]", answer: "Callable[[], Any]") -> Any:
+        """`answer()`, which looks only at `paths` (following their links), kept like the PATH
+        directories: until a directory one of them resolves through changes."""
         def lookup(consult):
-            for secret in _jail.SECRETS:
-                _jail.resolved_outside(secret, (), directory=False, consult=consult)
-            return [secret for secret in _jail.SECRETS if os.path.lexists(secret)]
-
-        return self._lookups.get(("secrets",), lookup)
-
-    def _mask_targets(self, masked: list[Path]) -> list[Path]:
-        """jail.mask_targets, kept like the PATH directories (a realpath of each masked path)."""
-        def lookup(consult):
-            for p in masked:
+            for p in paths:
                 _jail.resolved_outside(str(p), (), directory=False, consult=consult)
-            return _jail.mask_targets(masked)
+            return answer()
 
-        return self._lookups.get(("mask targets", tuple(masked)), lookup)
+        return self._lookups.get(key, lookup)
+
+    def _secrets(self) -> list[str]:
+        """The paths of /etc's secrets (jail.SECRETS) that exist now."""
+        return self._kept_about(("secrets",), _jail.SECRETS,
+                                lambda: [secret for secret in _jail.SECRETS if os.path.lexists(secret)])
+
+    def _mask_targets(self, masked: "list[Path] | tuple[Path, ...]") -> list[Path]:
+        """jail.mask_targets (a realpath of each masked path)."""
+        return self._kept_about(("mask targets", tuple(masked)), masked, lambda: _jail.mask_targets(masked))
 
     def _credentials(self) -> list[Path]:
         """The user's credential files (credentials.py), kept like the PATH directories."""
