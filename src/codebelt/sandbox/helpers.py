@@ -197,15 +197,21 @@ def _lives(pid: int, state: bytes) -> bool:
     exited shows that thread's zombie state while its other threads run on."""
     if state not in (b"Z", b"X"):
         return True
+    return any(s not in (b"Z", b"X") for _, s in _thread_states(pid))
+
+
+def _thread_states(pid: int) -> list[tuple[str, bytes]]:
+    """(thread id, state letter) of each thread of `pid` (none once it is gone); X for a thread
+    that went while it was read."""
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return False
+        return []
+    out = []
     for tid in tids:
         fields = _stat_fields(f"/proc/{pid}/task/{tid}/stat")
-        if fields and fields[0][:1] not in (b"Z", b"X"):
-            return True
-    return False
+        out.append((tid, fields[0][:1] if fields else b"X"))
+    return out
 
 
 def descendants(pid: int) -> list[int]:
@@ -259,13 +265,7 @@ class _Process:
         and is listed and stopped itself): nothing this process does can change the tree."""
         if self.dead():
             return True
-        try:
-            tids = os.listdir(f"/proc/{self.pid}/task")
-        except OSError:
-            return True
-        for tid in tids:
-            fields = _stat_fields(f"/proc/{self.pid}/task/{tid}/stat")
-            state = fields[0][:1] if fields else b"X"
+        for tid, state in _thread_states(self.pid):
             if state in (b"T", b"t", b"Z", b"X"):
                 continue
             if state == b"D" and _in_vfork(self.pid, tid):
