@@ -24,6 +24,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from .jail import resolved_outside
+
 # (path under HOME, what it holds). "xdg:" paths are under $XDG_CONFIG_HOME (default ~/.config).
 CREDENTIAL_FILES: tuple[tuple[str, str], ...] = (
     (".git-credentials", "git's credential store: https passwords and tokens in clear"),
@@ -120,8 +122,6 @@ def _consult_all(home: Path, xdg: Path, consult: "Callable[[str], None]") -> Non
     """Every directory `credential_paths` looks in: those its two bases resolve through, the
     bases themselves (listed), and those each entry of the table resolves through (a missing
     one's directory included: its creation there is a change)."""
-    from .jail import resolved_outside
-
     for base in (home, xdg):
         real = resolved_outside(str(base), (), consult=consult)
         if real is not None:
