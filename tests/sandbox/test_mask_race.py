@@ -6,7 +6,9 @@ Every way of moving it (the parent away, the parent replaced by a decoy, a grand
 to a decoy, an atomic RENAME_EXCHANGE with a decoy), made deterministically between the wrapper's
 decision and the start, for every jail and write sandbox and a command on a terminal; then a
 racing loop against many starts. bwrap (resident or one-shot) checks the directory by identity
-and refuses the command; Landlock holds the directories by descriptor and is unaffected."""
+and refuses the command; Landlock holds the directories by descriptor and is unaffected. And the
+same moves between the Read-deny walk and the wrapper: the identity checked is the one of the
+directory the walk listed the path in, and Landlock refuses too."""
 
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from codebelt.permissions.denied import DeniedFiles
+from codebelt.permissions.rules import Rule
 from codebelt.sandbox import Sandbox, SandboxConfig
 from codebelt.shell.execution.pty_session import Pty
 from codebelt.shell.execution.runner import build_env
@@ -150,6 +154,57 @@ def _on_terminal(manager: TaskManager, wrap, ws: Path) -> str:
     return proc.spool_path.read_text(errors="replace")
 
 
+# -- the window between the walk and the wrap --------------------------------------------------
+def _walked(ws: Path) -> DeniedFiles:
+    """The Read deny rules' walk over the workspace, as a session's permission engine has it."""
+    return DeniedFiles([Rule.parse("Read(./a/d/secret)", "test", root=ws)])
+
+
+@pytest.mark.parametrize("how", SWAPS)
+@pytest.mark.parametrize("side,name", [*(("jail", n) for n in JAILS), *(("sandbox", n) for n in WRITE_SANDBOXES)])
+def test_a_directory_swapped_between_the_walk_and_the_wrap_is_told_from_the_one_the_walk_saw(side, name, how, ws,
+                                                                                         tmpd, monkeypatch):
+    """The masks come from the walk (permissions/denied.py); the directory above the denied file
+    moves after the walk listed it and before the wrapper is given the paths. The covers are
+    checked against the directory the walk saw, not against whatever the path leads to when the
+    wrapper looks: a decoy there is not taken for the real one."""
+    backend = name.removesuffix("-one-shot")
+    one_shot = name.endswith("one-shot")
+    if side == "sandbox":
+        write_sandbox(name, monkeypatch)
+    elif backend_unusable(backend):
+        pytest.skip(f"{backend} cannot work here: {backend_unusable(backend)}")
+    ws = ws.resolve()
+    _, token = _plant(ws)
+    denied = _walked(ws)
+    swaps = []
+
+    def masks():
+        found = denied.view([ws], 0.0).masks  # the walk
+        if swaps:
+            swaps.pop()(ws)  # between the walk and the wrapper's lookups
+        return found
+
+    with closing(Sandbox(SandboxConfig((ws,), tmpd.resolve(), mode=backend, name=sandbox_name()))) as sb:
+        if side == "jail":
+            if sb.jail.backend != backend:
+                pytest.skip(f"no {backend} jail here: {sb.jail.reason}")
+            first = _run(sb.jail_wrapper(masks())(COMMAND, ws, dict(os.environ)), ws, one_shot)
+            if backend == "bwrap" and not one_shot and sb._resident is None:
+                pytest.skip(f"no resident jail here: {sb._resident_failed}")
+            assert "ran" in first and token not in first and REFUSED not in first, first  # control
+            swaps.append(SWAPS[how])
+            out = _run(sb.jail_wrapper(masks())(COMMAND, ws, dict(os.environ)), ws, one_shot)
+        else:
+            wrap = sb.wrapper(masks)
+            first = spawn(wrap(COMMAND, ws, dict(os.environ)), ws).stdout
+            assert "ran" in first and token not in first and REFUSED not in first, first  # control
+            swaps.append(SWAPS[how])
+            out = spawn(wrap(COMMAND, ws, dict(os.environ)), ws).stdout
+        assert not swaps  # the swap happened, between the two
+        _checked(out, token, backend)
+
+
 # -- a racing loop against many starts ------------------------------------------------------------
 STARTS = 25
 
@@ -158,9 +213,9 @@ class Racer:
     """A background command's loop, moving the directory above the denied file as fast as it can
     for the whole test: away and back (`moves`, so the start may find it gone or elsewhere), or
     swapped with a decoy (`exchange`: RENAME_EXCHANGE, the decoy where the directory was half the
-    time). A decoy is only ever in place after the masks were decided (`paused()` returns the
-    real layout): a decoy there when codebelt looks the directory up is covered and checked as
-    what the rules deny (docs/sandbox.md, Known limits)."""
+    time). With masks given as paths (not from a walk), a decoy is only ever in place after the
+    masks were decided (`paused()` returns the real layout): a path given is all there is to
+    know; with the masks from the walk the loop never pauses."""
 
     def __init__(self, ws: Path, kind: str):
         self.ws, self.kind = ws, kind
@@ -253,6 +308,39 @@ def test_a_racing_loop_never_gets_a_start_to_show_the_file(where, kind, ws, tmpd
     assert not leaked, f"{len(leaked)} of {len(outs)} starts showed the file: {leaked[0]}"
     assert rounds > STARTS, rounds  # the loop ran meanwhile
     assert any("ran" in o for o in outs) or any(REFUSED in o for o in outs), outs[:3]
+
+
+@pytest.mark.parametrize("kind", ["moves", "exchange"])
+@pytest.mark.parametrize("where", ["jail-one-shot", "sandbox-one-shot", "jail", "sandbox"])
+def test_a_racing_loop_never_gets_a_walk_to_show_the_file(where, kind, ws, tmpd, monkeypatch):
+    """The masks from the walk, with the loop never paused: a decoy in place while the walk
+    lists the directory, or while the wrapper is given the paths, or both."""
+    backend = "bwrap"
+    why = backend_unusable(backend)
+    if why:
+        pytest.skip(f"{backend} cannot work here: {why}")
+    monkeypatch.setattr(Sandbox, "resident_sandbox", "now" if where == "sandbox" else False)
+    ws = ws.resolve()
+    _, token = _plant(ws)
+    denied = _walked(ws)
+    masks = lambda: denied.view([ws], 0.0).masks  # noqa: E731
+    assert masks() == [ws / "a" / "d" / "secret"]  # denied by name before the loop: by inode after
+    outs: list[str] = []
+    with closing(Sandbox(SandboxConfig((ws,), tmpd.resolve(), mode=backend, name=sandbox_name()))) as sb:
+        jailed = where.startswith("jail")
+        if jailed and sb.jail.backend != backend:
+            pytest.skip(f"no {backend} jail here: {sb.jail.reason}")
+        one_shot = where.endswith("one-shot")
+        with Racer(ws, kind) as racer:
+            for _ in range(STARTS):
+                if jailed:
+                    outs.append(_run(sb.jail_wrapper(masks())(COMMAND, ws, dict(os.environ)), ws, one_shot))
+                else:
+                    outs.append(spawn(sb.wrapper(masks)(COMMAND, ws, dict(os.environ)), ws, one_shot=one_shot).stdout)
+            rounds = racer.rounds
+    leaked = [o for o in outs if token in o]
+    assert not leaked, f"{len(leaked)} of {len(outs)} starts showed the file: {leaked[0]}"
+    assert rounds > STARTS, rounds  # the loop ran meanwhile
 
 
 def _run(wrapped, cwd: Path, one_shot: bool) -> str:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import itertools
 import os
 import stat as stat_mod
+import sys
 import threading
 import time
 import weakref
@@ -42,7 +43,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PosixPath
 
 from . import inotify
 from .beneath import Beneath
@@ -97,6 +98,26 @@ class Snapshot:
         return p / name if name is not None else p
 
 
+class Found(PosixPath):
+    """A path as a walk found it, with `found_in`: (st_dev, st_ino) of the directory it was
+    listed in (the fstat of the descriptor the listing was read through). Whoever mounts
+    something at the path later can check that the directory now at its parent is that one: a
+    directory swapped in since the walk is then told from the one the walk saw. A plain Path
+    everywhere else; a path derived from it (`parent`, `/`) carries no identity."""
+
+    __slots__ = ("found_in",)
+
+    def __new__(cls, *segments: "str | os.PathLike[str]", found_in: "tuple[int, int] | None" = None):
+        self = super().__new__(cls, *segments)
+        if found_in is not None:
+            self.found_in = found_in
+        return self
+
+    if sys.version_info >= (3, 12):  # paths take their segments in __init__ there
+        def __init__(self, *segments: "str | os.PathLike[str]", found_in: "tuple[int, int] | None" = None):
+            super().__init__(*segments)
+
+
 def _key(st: os.stat_result) -> tuple[int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
 
@@ -130,6 +151,7 @@ class TreeScan:
         self._watcher: inotify.Watcher | None = None
         self._watching = False  # every directory of _kept was listed after its watch was added
         self._by_keys = False  # inotify does not work for this tree (or this is a forked child)
+        self._dino_exact: bool | None = None  # listings give directories their stat inode numbers
         self._wd_rels: dict[int, set[str]] = {}  # watch -> the directories (relative) it watches
         self._rel_wd: dict[str, int] = {}
         self._token = next(_TOKENS)
@@ -323,7 +345,15 @@ class TreeScan:
             if after.get(name) != ino:  # removed, renamed away or replaced: what was below goes
                 self._drop(dirs, prefix + name)
         for name, ino in after.items():
-            if before.get(name) != ino:  # made, moved in or replaced: walked whole
+            # made, moved in or replaced: walked whole. And one the same as in the last listing
+            # whose record is missing or of another directory: moved away and back, or swapped
+            # with another and back, while an earlier relisting walked it (its listing then
+            # failed, or read the other directory)
+            held = dirs.get(prefix + name)
+            if held is not None and held.key[1] != ino and self._listed_inodes_are_real():
+                self._drop(dirs, prefix + name)
+                held = None
+            if before.get(name) != ino or held is None:
                 stack = [prefix + name]
                 while stack:
                     sub = stack.pop()
@@ -333,6 +363,23 @@ class TreeScan:
                     dirs[sub] = d
                     self._touched.add(sub)
                     stack.extend(f"{sub}/{n}" for n in d.subdirs)
+
+    def _listed_inodes_are_real(self) -> bool:
+        """Whether this file system lists a directory under the inode number its stat gives
+        (not so on some overlay set-ups), found once from the root in its parent's listing (a
+        directory no command moves): where it does not, a record is not told from another by
+        its number."""
+        if self._dino_exact is None:
+            self._dino_exact = True
+            try:
+                with os.scandir(self.root.parent) as entries:
+                    for e in entries:
+                        if e.name == self.root.name:
+                            self._dino_exact = e.inode() == os.stat(self.root).st_ino
+                            break
+            except OSError:
+                pass  # an unreadable parent: taken as exact (numbers differ on few file systems)
+        return self._dino_exact
 
     def _drop(self, dirs: dict[str, Dir], rel: str) -> None:
         """`rel` and everything below it out of the view, their watches with them (a watch still

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..files.scan import DIR, FILE, Dir, Snapshot, shared
+from ..files.scan import DIR, FILE, LINK, Dir, Found, Snapshot, shared
 
 if TYPE_CHECKING:
     from .rules import Rule
@@ -102,7 +102,9 @@ def _stamp(p: Path) -> tuple:
 
 @dataclass(frozen=True)
 class DeniedView:
-    masks: list[Path]  # denied entries (a denied directory stands for its contents) and hard links to denied files
+    # denied entries (a denied directory stands for its contents) and hard links to denied files;
+    # those the walk listed are `Found`: with the identity of the directory they were listed in
+    masks: list[Path]
     inodes: dict[tuple[int, int], Path]  # (st_dev, st_ino) of every denied regular file → one of its denied paths
     gap: str | None  # why the view may be missing paths (the walk was cut short), or None
 
@@ -178,16 +180,17 @@ class DeniedFiles:
                 prefix = rel + "/" if rel else ""
                 if rel in inside:
                     inside.update(prefix + n for n in d.subdirs)
-                    files += [(snap.path(rel, n), d.dev, ino) for n, k, ino in zip(d.names, d.kinds, d.inos) if k == FILE]
+                    files += [(_found(snap.path(rel, n), k, d), d.dev, ino)
+                              for n, k, ino in zip(d.names, d.kinds, d.inos) if k == FILE]
                     continue
                 open_dirs.append((snap, rel, d))
                 for i in self._denied_in(snap.root, rel, d):
                     name, kind = d.names[i], d.kinds[i]
-                    masks.append(snap.path(rel, name))
+                    masks.append(found := _found(snap.path(rel, name), kind, d))
                     if kind == DIR:
                         inside.add(prefix + name)
                     elif kind == FILE:
-                        files.append((snap.path(rel, name), d.dev, d.inos[i]))
+                        files.append((found, d.dev, d.inos[i]))
         for key in [k for k in self._per_dir if k not in seen]:
             del self._per_dir[key]  # directories gone from the tree
         denied = set(masks)
@@ -205,7 +208,7 @@ class DeniedFiles:
                         present.add((d.dev, ino))
                         p = snap.path(rel, name)
                         if p not in denied:
-                            masks.append(p)
+                            masks.append(_found(p, kind, d))
             present.update((dev, ino) for _, dev, ino in files)
             # gone from the trees: forgotten, so that a new file reusing the number is not denied
             inodes = {k: v for k, v in inodes.items() if k in present}
@@ -218,11 +221,33 @@ class DeniedFiles:
         return DeniedView(list(dict.fromkeys(masks)), inodes, "; ".join(gaps) or None)
 
 
+def _found(p: Path, kind: str, d: Dir) -> Path:
+    """`p`, listed in `d`, with the identity of that directory (`Found`): the masks are
+    mounted by path a moment later, and a directory swapped in at `p`'s parent meanwhile must be
+    told from the one the walk saw. A link's entry is covered at its target, elsewhere: no
+    identity for that."""
+    return p if kind == LINK else Found(p, found_in=(d.key[0], d.key[1]))
+
+
 def _listed_inode_is_real(p: Path, dev: int, ino: int) -> bool:
+    """Whether `p`'s inode number in stat is the one its directory's listing gave. Asked of
+    the directory the walk listed (through one descriptor): a directory swapped in at `p`'s
+    parent since (a command renaming directories) says nothing about the file system's
+    numbers, and must not turn the inode tracking off."""
+    where = getattr(p, "found_in", None)
     try:
-        st = os.stat(p, follow_symlinks=False)
+        dfd = os.open(p.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return True  # gone since the walk: nothing to compare
+    try:
+        here = os.fstat(dfd)
+        if where is not None and (here.st_dev, here.st_ino) != where:
+            return True  # another directory there now: nothing to compare
+        st = os.stat(p.name, dir_fd=dfd, follow_symlinks=False)
+    except OSError:
+        return True
+    finally:
+        os.close(dfd)
     return (st.st_dev, st.st_ino) == (dev, ino)
 
 
@@ -251,5 +276,5 @@ def _by_lstat(files, open_dirs, denied: set[Path]) -> tuple[dict[tuple[int, int]
             except OSError:
                 continue
             if st.st_nlink > 1 and (st.st_dev, st.st_ino) in inodes:
-                links.append(p)
+                links.append(_found(p, kind, d))
     return inodes, links

@@ -42,13 +42,55 @@ def covers(args: "list[str] | tuple[str, ...]") -> list[tuple[str, bool]]:
 
 def watched(masked: "list[Path] | tuple[Path, ...]", roots: "tuple[Path, ...] | list[Path]",
             targets: "list[Path] | None" = None) -> dict[str, list[int]]:
-    """The identity of the directory holding each masked path under `roots` as it is now ([-1,
-    -1]: that directory is not there), taken before bwrap's options are built from the paths
-    (the one-shot jail's when first read): what the directories became meanwhile is checked
-    against what codebelt saw when it was given the paths. `targets`: `mask_targets(masked)`,
-    when the caller has it already."""
-    return {str(p): where for p in (mask_targets(masked) if targets is None else targets)
-            if (where := cover_where(p, roots))}
+    """The identity of the directory holding each masked path under `roots` ([-1, -1]: that
+    directory is not there): the one the walk listed the path in, for a path it found
+    (`files.scan.Found`), else the one there now. What the directories became by the time bwrap
+    mounts the covers is checked against it (stage.py, the residents). From the walk, not from a
+    lookup now: a directory swapped in between the walk and now would be taken for the one the
+    walk saw, and the real file, under the name the swap gave its directory, would be in no list.
+    `targets`: `mask_targets(masked)`, when the caller has it already."""
+    targets = mask_targets(masked) if targets is None else targets
+    seen = {str(p): where for p in targets if (where := cover_where(p, roots))}
+    names = None
+    for p in masked:
+        found = getattr(p, "found_in", None)
+        if found is None:
+            continue
+        if names is None:
+            names = {str(t) for t in targets}
+        path = str(p)
+        if path not in names:
+            # covered at its real path (a link on the way), which must be in that same directory
+            # under the same name: a directory above swapped for a link to a decoy since the walk
+            # makes it another directory, and the check refuses the command
+            real = os.path.realpath(path)
+            if os.path.basename(real) == os.path.basename(path):
+                path = real
+        if _covered(path, list(roots)):
+            seen[path] = list(found)
+    return seen
+
+
+def moved_since_walk(masked: "list[Path] | tuple[Path, ...]", roots: "tuple[Path, ...] | list[Path]") -> str | None:
+    """A masked path under `roots` whose directory is no longer the one the walk listed it in
+    (`watched`), or None. For Landlock, whose rules are opened by path when built: asked before
+    and after the build, a directory swapped since the walk is caught (a swap made and undone
+    within the build itself is not)."""
+    for path, where in watched([p for p in masked if getattr(p, "found_in", None) is not None], roots).items():
+        try:
+            st = os.stat(os.path.dirname(path))
+        except OSError:
+            return path  # moved away with its directory: the file is elsewhere, under no rule
+        if [st.st_dev, st.st_ino] != where:
+            return path
+    return None
+
+
+def refused(path: str) -> list[str]:
+    """An argv that refuses the command as the stage does (status 126, the reason on stderr)."""
+    message = (f"codebelt: {path} was moved while the command started (a directory above it was renamed); "
+               "the command did not run: run it again")
+    return ["/bin/sh", "-c", 'printf "%s\n" "$1" >&2; exit 126', "sh", message]
 
 
 def cover_specs(args: "list[str] | tuple[str, ...]", writable: "tuple[Path, ...] | list[Path]",

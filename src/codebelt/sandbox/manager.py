@@ -39,7 +39,7 @@ from . import denial as _denial
 from . import jail as _jail
 from . import seccomp as _seccomp
 from .config import SandboxConfig
-from .cover_checks import cover_specs, stage_argv, watched
+from .cover_checks import cover_specs, moved_since_walk, refused, stage_argv, watched
 from .credentials import MAX_GITCONFIG, credential_paths, filtered_gitconfig, gitconfig_paths
 from .helpers import HelperProfile, helper_env, python_dirs
 from .limits import MemoryCap, ProcessCap, apply_rlimits, rlimits
@@ -343,7 +343,11 @@ class Sandbox:
 
             restrict = None
         elif masked:
+            # Landlock's rules are opened by path: a directory swapped since the walk refuses
+            moved = moved_since_walk(masked, c.writable)
             restrict = self._masked_write_ruleset(masked).restrict_in_child
+            moved = moved or moved_since_walk(masked, c.writable)
+            argv = refused(moved) if moved else argv
         else:
             self._split_in_roots = []
             restrict = self.ruleset.restrict_in_child
@@ -643,7 +647,11 @@ class Sandbox:
 
             return Wrapped(launch=launch, build=one_shot)
         pairs, install = limits_and_filter()
+        # Landlock's rules are opened by path: a directory swapped since the walk refuses
+        moved = moved_since_walk(masked, c.writable_roots)
         ruleset = self._landlock_ruleset(readable, masked, system)
+        moved = moved or moved_since_walk(masked, c.writable_roots)
+        argv = refused(moved) if moved else argv
         subreaper = profile is not None and profile.long_lived
         if not system:
             return argv, env, self._preexec(pairs, ruleset.restrict_in_child, install, cgroups=cgroups)
@@ -682,13 +690,15 @@ class Sandbox:
                     return None
                 resident.view, resident.stamps = view, stamps
                 self._resident = resident
+        targets = self._mask_targets(masked)
+        where = watched(masked, self.config.writable, targets)  # the walk's identities, where it found the path
         request = {
             "argv": argv, "env": env, "cwd": str(cwd), "tmpfs": [scratch], "abi": self._stage_abi,
             "writable": [scratch, *_jail.STAGE_DEVICES],  # as prepared (_start_resident)
             # as they are now: the masked paths (a link's target), and a secret that appeared
             # since the resident started
             "masks": [*(s for s in self._secrets() if s not in resident.masked_at_start),
-                      *([str(m), _jail.cover_where(m, self.config.writable)] for m in self._mask_targets(masked))],
+                      *([str(m), where.get(str(m)) or _jail.cover_where(m, self.config.writable)] for m in targets)],
         }
 
         return resident.launcher(request)

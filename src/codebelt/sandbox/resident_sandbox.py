@@ -61,10 +61,11 @@ def command_mounts(binds: list[tuple[Path, str]], masked: "list[Path] | tuple[Pa
     ops: list[list] = [["readonly", "/dev"], ["devpts", "/dev/pts"]]
     ops += [[kind, str(p)] for p, kind in binds]
     planned = mask_plan(masked)
-    ops += [["mask", *cover_where(p, writable), str(p)] for p, _ in planned]
+    seen = watched(masked, writable)  # the walk's identities, where it found the path
+    ops += [["mask", *(seen.get(str(p)) or cover_where(p, writable)), str(p)] for p, _ in planned]
     # a path under `writable` missing now: its directory moved away, or the file deleted (the
     # mask then refuses the command, or covers nothing, as the resident jail's does)
-    ops += [["mask", *where, p] for p, where in left_out(watched(masked, writable), planned)]
+    ops += [["mask", *where, p] for p, where in left_out(seen, planned)]
     ops += [["show", str(src), str(dest)] for src, dest in overlays]
     return ops
 
