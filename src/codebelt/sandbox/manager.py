@@ -43,6 +43,7 @@ from .cover_checks import cover_specs, moved_since_walk, refused, stage_argv, wa
 from .credentials import MAX_GITCONFIG, credential_paths, filtered_gitconfig, gitconfig_paths
 from .helpers import HelperProfile, helper_env, python_dirs
 from .limits import MemoryCap, ProcessCap, apply_rlimits, rlimits
+from . import protected
 from .protected import placeholders
 from .watched import WatchedLookups
 
@@ -316,7 +317,7 @@ class Sandbox:
         if backend == "bwrap":
             if create:
                 self._make_placeholders()
-            binds = _bwrap.protected_binds(c) if create else []
+            binds = self._protected_binds() if create else []
             overlays = self._gitconfig_copies() if unasked else []
             if overlays and masked:
                 # a Read deny rule on a directory above git's configuration (`Read(~/.config/**)`)
@@ -535,6 +536,18 @@ class Sandbox:
     def _mask_targets(self, masked: "list[Path] | tuple[Path, ...]") -> list[Path]:
         """jail.mask_targets (a realpath of each masked path)."""
         return self._kept_about(("mask targets", tuple(masked)), masked, lambda: _jail.mask_targets(masked))
+
+    def _protected_binds(self) -> list[tuple[Path, str]]:
+        """bwrap.protected_binds, kept like the PATH directories: until a directory one of them
+        was looked up in changes, or the walk finds other nested ones."""
+        c = self.config
+        found = tuple(tuple(protected.nested(root)) for root in c.writable_roots)
+
+        def lookup(consult) -> list[tuple[Path, str]]:
+            return [pk for root, nested in zip(c.writable_roots, found)
+                    for pk in protected.protected_paths(root, c.writable, consult, list(nested))]
+
+        return list(self._lookups.get(("protected", c.writable_roots, c.writable, found), lookup))
 
     def _credentials(self) -> list[Path]:
         """The user's credential files (credentials.py), kept like the PATH directories."""
@@ -855,14 +868,18 @@ class Sandbox:
         return proc.returncode == 0, proc.stderr.decode(errors="replace"), proc.returncode
 
     def _make_placeholders(self) -> None:
+        roots = self.config.writable_roots
+        missing = self._lookups.get(("placeholders", roots),
+                                    lambda consult: [p for root in roots for p in placeholders(root, consult)])
+        if not missing:
+            return
         with self._lock:
-            for root in self.config.writable_roots:
-                for p in placeholders(root):
-                    try:
-                        p.mkdir()
-                        self._made.append(p)
-                    except OSError:
-                        pass  # the bind is then skipped (--ro-bind-try); nothing else to do
+            for p in missing:
+                try:
+                    p.mkdir()
+                    self._made.append(p)
+                except OSError:
+                    pass  # the bind is then skipped (--ro-bind-try); nothing else to do
 
     def explain_denial(self, output_tail: str, exit_code: int | None) -> str | None:
         """A sentence when a failed command looks blocked by the sandbox, else None."""

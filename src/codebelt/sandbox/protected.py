@@ -18,12 +18,18 @@ from __future__ import annotations
 import os
 import stat
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 
 from ..files.beneath import Beneath
 from ..files.scan import DIR, Dir, PerDirectory, Snapshot, shared
 from ..workspace import PROTECTED_DIRS as CONFIG_DIRS
 from ..workspace import PROTECTED_FILES as CONFIG_FILES
+from .jail import resolved_outside
+
+# told each directory (a real path) before an entry of it is looked at: watched.py keeps an
+# answer while none of them changes
+Consult = Callable[[str], None]
 
 # Directories at the top of a root, read-only whether or not they exist yet.
 PROTECTED_DIRS = (".codebelt", ".claude")
@@ -32,13 +38,29 @@ GIT_PROTECTED_DIRS = ("hooks",)
 GIT_PROTECTED_FILES = ("config",)
 
 
-def placeholders(root: Path) -> list[Path]:
+def placeholders(root: Path, consult: "Consult | None" = None) -> list[Path]:
     """Protected directories under `root` that do not exist yet (to create before binding)."""
+    look = consult or _ignore
+    _listed(root, look)
     out = [root / name for name in PROTECTED_DIRS if not os.path.lexists(root / name)]
     git = root / ".git"
     if git.is_dir() and not git.is_symlink():
+        _listed(git, look)
         out += [git / d for d in GIT_PROTECTED_DIRS if not os.path.lexists(git / d)]
     return out
+
+
+def _listed(directory: "Path | str", look: Consult) -> str | None:
+    """The real path of `directory`, itself consulted too (entries of it are looked at next);
+    None when it is not a directory."""
+    real = resolved_outside(str(directory), (), consult=look)
+    if real is not None:
+        look(real)
+    return real
+
+
+def _ignore(_directory: str) -> None:
+    pass
 
 
 # Inside a `.git` directory, besides hooks/ and config: files that point git elsewhere or add
@@ -72,11 +94,12 @@ def _inside_git(rel: str) -> bool:
     return ".git" in rel.split("/")
 
 
-def _git_paths(git: Path) -> tuple[list[Path], list[Path]]:
+def _git_paths(git: Path, look: Consult) -> tuple[list[Path], list[Path]]:
     """(directories to pin, paths to make read-only) of one `.git` directory."""
     ro = [git / d for d in GIT_PROTECTED_DIRS] + [git / f for f in (*GIT_PROTECTED_FILES, *GIT_EXTRA_FILES)]
+    modules = _listed(git / "modules", look)
     try:
-        with os.scandir(git / "modules") as mods:
+        with os.scandir(modules or git / "modules") as mods:
             for m in mods:
                 if m.is_dir(follow_symlinks=False):
                     ro += [Path(m.path) / "hooks", Path(m.path) / "config"]
@@ -123,37 +146,46 @@ def protection_gap(root: Path) -> str | None:
     return None
 
 
-def protected_paths(root: Path, writable: tuple[Path, ...]) -> list[tuple[Path, str]]:
+def protected_paths(root: Path, writable: tuple[Path, ...], consult: "Consult | None" = None,
+                    nested: "list[Path] | None" = None) -> list[tuple[Path, str]]:
     """Protected paths under `root` that exist and lie inside a writable tree, in mount order:
     ("pin", dir) binds a directory onto itself so it becomes a mount point — it can then not be
     renamed or replaced (`mv .git .g && cp -a .g .git` fails) — and ("ro", path) re-binds a path
-    read-only. Symlinks are resolved so a bind lands on what the link points at."""
+    read-only. Symlinks are resolved so a bind lands on what the link points at. `consult`: told
+    each directory the answer depends on before it is looked in; `nested`: `nested(root)`, when
+    the caller has it."""
+    look = consult or _ignore
     pins: list[Path] = []
     ro: list[Path] = [root / name for name in PROTECTED_DIRS]
-    nested = _nested(root)[:MAX_NESTED]
+    nested = (_nested(root) if nested is None else nested)[:MAX_NESTED]
     gits = [root / ".git", *[p for p in nested if p.name == ".git"]]
     for git in gits:
+        _listed(git.parent, look)
         if git.is_dir() and not git.is_symlink():
-            pin, paths = _git_paths(git)
+            _listed(git, look)
+            pin, paths = _git_paths(git, look)
             pins += pin
             ro += paths
         else:
             ro.append(git)  # a worktree's or submodule's `.git` file: keep it pointing where it points
     try:
-        with os.scandir(root) as entries:
+        with os.scandir(_listed(root, look) or root) as entries:
             ro += [root / e.name for e in entries if e.name.startswith(".env")]
     except OSError:
         pass
     ro += [p for p in nested if p.name != ".git"]
-    ro += _home_config(root)
+    ro += _home_config(root, look)
     out: list[tuple[Path, str]] = []
     seen: set[Path] = set()
     for kind, paths in (("pin", pins), ("ro", ro)):
         for p in paths:
-            if not os.path.lexists(p):
+            # as the kernel resolves it, each directory on the way consulted: None when it (or a
+            # link's target) does not exist
+            found = resolved_outside(str(p), (), directory=False, consult=look)
+            if found is None:
                 continue
-            real = Path(os.path.realpath(p))
-            if not real.exists() or real in seen:
+            real = Path(found)
+            if real in seen:
                 continue
             if any(real == w or w in real.parents for w in writable):
                 seen.add(real)
@@ -161,10 +193,19 @@ def protected_paths(root: Path, writable: tuple[Path, ...]) -> list[tuple[Path, 
     return out
 
 
-def _home_config(root: Path) -> list[Path]:
+def nested(root: Path) -> list[Path]:
+    """The nested protected paths of `root` (`.git`, `.claude`, `.codebelt`, `.env*` below its
+    top) from its current walk."""
+    return _nested(root)
+
+
+def _home_config(root: Path, look: Consult) -> list[Path]:
     """A root that holds the home directory (`--root ~`): the home directory's dot entries and
     ~/bin configure every program the user runs (shell start-up, ~/.ssh, ~/.config, ~/.local/bin)."""
-    home = Path(os.path.realpath(os.path.expanduser("~")))
+    found = _listed(os.path.expanduser("~"), look)
+    if found is None:
+        return []
+    home = Path(found)
     if home == Path("/") or not (home == root or root in home.parents):
         return []
     try:
