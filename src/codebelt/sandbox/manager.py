@@ -24,7 +24,6 @@ import re
 import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -45,6 +44,7 @@ from .helpers import HelperProfile, helper_env, python_dirs
 from .limits import MemoryCap, ProcessCap, apply_rlimits, rlimits
 from . import protected
 from .protected import placeholders
+from .stage_python import base_interpreter, exposed
 from .watched import WatchedLookups
 
 if TYPE_CHECKING:
@@ -56,9 +56,10 @@ Wrapper = Callable[[list[str], Path, dict], tuple[list[str], dict, Callable[[], 
 PROBE_TIMEOUT = 10.0
 _ALLOC_FAILED = re.compile(r"Cannot allocate memory|MemoryError|std::bad_alloc|out of memory|memory exhausted", re.I)
 TRUE = next((p for p in ("/usr/bin/true", "/bin/true") if os.access(p, os.X_OK)), "true")
-# The interpreter of the Landlock layer inside a bwrap jail (stage.py): codebelt's own, by its
-# real path (a virtual environment's `python` is a link to it).
-STAGE_PYTHON = os.path.realpath(sys.executable)
+# The interpreter of the stage and the residents inside bwrap (stage.py, resident.py): the one
+# codebelt's environment was made from, by its real path — not a copy in a virtual environment a
+# command may write (stage_python.py).
+STAGE_PYTHON = base_interpreter()
 MAX_RULESETS = 16  # Landlock rulesets kept per session (one per set of masks and readable paths)
 MAX_RETIRED = 64  # replaced rulesets kept open for spawns that may still be using them
 MAX_RESIDENT_STARTS = 8  # resident jails started per session (again after a root was replaced); then one-shot
@@ -212,6 +213,9 @@ class Sandbox:
         if path is None:
             return False, "bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
         self.bwrap_path = path
+        why = self._stage_exposed()
+        if why:
+            return False, why
         ok, err, code = self._run_probe("bwrap")
         if ok:
             return True, f"bubblewrap ({path}): filesystem read-only outside the writable roots, " + (
@@ -257,6 +261,13 @@ class Sandbox:
         if backend.startswith("jail-"):
             return self._probe_with(lambda argv, cwd, env: self._wrap_jail(backend, argv, cwd, env, []))
         return self._probe_with(lambda argv, cwd, env: self._wrap(backend, argv, cwd, env, create=False))
+
+    def _stage_exposed(self) -> str | None:
+        """Why bwrap must not be used: the Python that runs inside it before its checks (the
+        stage, the residents) could be changed by a sandboxed command."""
+        why = exposed(STAGE_PYTHON, self.config.writable)
+        return (f"codebelt's Python runs inside bwrap before the masks are checked, and {why}: run codebelt "
+                "on a Python installed outside the workspace") if why else None
 
     # -- wrapping --------------------------------------------------------------------------
     @property
@@ -457,7 +468,9 @@ class Sandbox:
         self._landlock_abi = abi if self.config.mode != "bwrap" else 0
         tried: list[str] = []
         # a backend chosen by name is the jail's backend too
-        if self.config.mode != "landlock" and (self.bwrap_path or _bwrap.find_bwrap()):
+        if self.config.mode != "landlock" and (self.bwrap_path or _bwrap.find_bwrap()) and self._stage_exposed():
+            tried.append(f"bwrap: {self._stage_exposed()}")
+        elif self.config.mode != "landlock" and (self.bwrap_path or _bwrap.find_bwrap()):
             self.bwrap_path = self.bwrap_path or _bwrap.find_bwrap()
             fifo = "FIFOs in the workspace refused by a Landlock layer inside"
             self._stage_abi = abi if abi > 0 else 0

@@ -20,7 +20,8 @@ FIFOs. It cannot be applied before bwrap (a Landlocked process may not mount any
 applied here, after bwrap has built the jail's view and before the command runs.
 
 This file runs as `python -I -S -c <[write_layer.py +] this source> ABI PATH… -- COVER… --
-COMMAND…` with the interpreter codebelt runs on, inside the jail, where codebelt's package need
+COMMAND…` with the interpreter codebelt's environment was made from (stage_python.py: never one a
+sandboxed command could change), inside the jail, where codebelt's package need
 not be visible: it imports only the standard library and defines nothing codebelt uses. ABI 0: no
 layer (the write sandbox, or a jail where Landlock does not work; the source then comes without
 write_layer.py). Writable afterwards: the PATHs (the jail's scratch /tmp, /dev/null …) and the
