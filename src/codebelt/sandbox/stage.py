@@ -34,8 +34,8 @@ failure ends it with status 126 before the command starts: never a command witho
 layer.
 """
 
+import _signal  # not `signal`: its enum wrappers import enum, functools, collections (a few ms per start)
 import os
-import signal
 import stat
 import sys
 
@@ -128,8 +128,8 @@ def main(argv):
         os._exit(126)
     if abi:
         restrict_writes(abi, paths)  # from write_layer.py, whose source comes first
-    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-        signal.signal(sig, signal.SIG_DFL)  # Python ignores them, and exec would keep that
+    for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):
+        _signal.signal(sig, _signal.SIG_DFL)  # Python ignores them, and exec would keep that
     try:
         os.execvp(command[0], command)
     except OSError as e:  # as a shell says it: the layer is in place, the program is not there
