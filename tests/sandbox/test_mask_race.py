@@ -154,6 +154,27 @@ def _on_terminal(manager: TaskManager, wrap, ws: Path) -> str:
     return proc.spool_path.read_text(errors="replace")
 
 
+def test_a_cover_whose_file_vanished_before_the_mount_leaves_nothing_in_the_workspace(ws, tmpd, monkeypatch):
+    """bwrap creates the mount point of a cover whose path is gone (an empty file, in the host's
+    tree under a writable root): the file deleted between the argv's build and the mount. What it
+    made is removed; an empty file that was there all along is not."""
+    write_sandbox("bwrap-one-shot", monkeypatch)
+    secret, token = _plant(ws)
+    kept = ws / "a" / "d" / "empty"
+    kept.write_text("")
+    with closing(Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode="bwrap", name=sandbox_name()))) as sb:
+        wrapped = sb.wrapper(lambda: [secret.resolve(), kept.resolve()])(COMMAND, ws, dict(os.environ))
+        assert wrapped[0][0].endswith("bwrap")  # built: the covers planned
+        secret.unlink()
+        out = spawn(wrapped, ws, one_shot=True).stdout
+        assert "ran" in out and token not in out, out
+        made = os.path.lexists(secret)  # bwrap's mount point, where the file was
+        sb.wrapper(lambda: [kept.resolve()])(COMMAND, ws, dict(os.environ))[0]  # the next command's build
+        assert not os.path.lexists(secret), "bwrap's mount point is still in the workspace"
+    assert made  # (what this test is about: bwrap does make one)
+    assert kept.exists()
+
+
 # -- the window between the walk and the wrap --------------------------------------------------
 def _walked(ws: Path) -> DeniedFiles:
     """The Read deny rules' walk over the workspace, as a session's permission engine has it."""

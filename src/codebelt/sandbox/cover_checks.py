@@ -10,10 +10,15 @@ is what is checked, with no second listing that could differ from the first.
 from __future__ import annotations
 
 import os
+import stat
+import time
 from functools import cache
 from pathlib import Path
 
 from .jail import _covered, cover_where, mask_targets
+
+BWRAP_FILE_MODE = 0o444  # of the mount point bwrap creates for a file
+PLACEHOLDER_WATCH_S = 10.0  # how long after its argv is built a one-shot bwrap may still create one
 
 
 @cache
@@ -126,3 +131,49 @@ def stage_argv(python: str, source: str, abi: int, writable: "list[str]", specs:
                argv: list[str]) -> list[str]:
     """`argv` started through the stage (stage.py's argument order)."""
     return [python, "-I", "-S", "-c", source, str(abi), *writable, "--", *specs, "--", *argv]
+
+
+def placed(args: "list[str] | tuple[str, ...]", writable: "tuple[Path, ...] | list[Path]") -> list[tuple]:
+    """The covers of `args` under `writable`, each with the identity of what is at its path as
+    the argv is built: (path, is a directory, (dev, ino, ctime) or None, when). With the
+    change time: a placeholder made after the file was deleted may get its inode number."""
+    out = []
+    now = time.monotonic()
+    for path, is_dir in covers(args):
+        if _covered(path, list(writable)):
+            try:
+                st = os.lstat(path)
+                before = (st.st_dev, st.st_ino, st.st_ctime_ns)
+            except OSError:
+                before = None
+            out.append((path, is_dir, before, now))
+    return out
+
+
+def sweep(entries: list[tuple]) -> list[tuple]:
+    """Remove what bwrap made in the host's tree for a cover whose path vanished between the
+    argv's build and its mount (it creates the mount point: an empty file, or an empty
+    directory, left behind when the command ends); the entries still to watch are returned.
+    Only an empty file of bwrap's mode, or an empty directory, that is not what was there at the
+    build is removed."""
+    keep = []
+    now = time.monotonic()
+    for entry in entries:
+        path, is_dir, before, when = entry
+        try:
+            st = os.lstat(path)
+        except OSError:
+            st = None
+        if st is not None and (st.st_dev, st.st_ino, st.st_ctime_ns) != before:
+            try:
+                if is_dir and stat.S_ISDIR(st.st_mode):
+                    os.rmdir(path)  # only if empty
+                elif (not is_dir and stat.S_ISREG(st.st_mode) and st.st_size == 0 and st.st_nlink == 1
+                      and stat.S_IMODE(st.st_mode) == BWRAP_FILE_MODE):
+                    os.unlink(path)
+            except OSError:
+                pass
+            continue
+        if now - when < PLACEHOLDER_WATCH_S:
+            keep.append(entry)
+    return keep

@@ -38,7 +38,7 @@ from . import denial as _denial
 from . import jail as _jail
 from . import seccomp as _seccomp
 from .config import SandboxConfig
-from .cover_checks import cover_specs, moved_since_walk, refused, stage_argv, watched
+from .cover_checks import cover_specs, moved_since_walk, placed, refused, stage_argv, sweep, watched
 from .credentials import MAX_GITCONFIG, credential_paths, filtered_gitconfig, gitconfig_paths
 from .helpers import HelperProfile, helper_env, python_dirs
 from .limits import MemoryCap, ProcessCap, apply_rlimits, rlimits
@@ -172,6 +172,7 @@ class Sandbox:
         self._split_in_roots: list[Path] = []  # writable directories the last masked Landlock rules split
         self._private: Path | None = None  # filtered copies of the user's git configuration
         self._lookups = WatchedLookups()  # PATH directories and credential files, kept while unchanged
+        self._placed: list[tuple] = []  # covers of recent one-shot sandboxes (cover_checks.sweep)
         status = self._select()
         self.jail = self._select_jail(status)
         self._jail_caps()
@@ -351,6 +352,10 @@ class Sandbox:
                                            binds=binds)
                 specs = cover_specs(args, c.writable, seen)
                 inner = stage_argv(STAGE_PYTHON, _stage_source(layer=False), 0, [], specs, command) if specs else command
+                if specs:
+                    covers_placed = placed(args, c.writable)
+                    with self._lock:
+                        self._placed = sweep(self._placed) + covers_placed
                 return [self.bwrap_path or "bwrap", *args, "--", *inner]
 
             restrict = None
@@ -963,6 +968,9 @@ class Sandbox:
             shutil.rmtree(self._private, ignore_errors=True)
             self._private = None
         self._lookups.close()
+        with self._lock:
+            placed_covers, self._placed = self._placed, []
+        sweep([(*entry[:3], float("-inf")) for entry in placed_covers])
         for p in reversed(self._made):
             try:
                 p.rmdir()  # only if still empty
