@@ -81,7 +81,8 @@ def moved_since_walk(masked: "list[Path] | tuple[Path, ...]", roots: "tuple[Path
     (`watched`), or None. For Landlock, whose rules are opened by path when built: asked before
     and after the build, a directory swapped since the walk is caught (a swap made and undone
     within the build itself is not)."""
-    for path, where in watched([p for p in masked if getattr(p, "found_in", None) is not None], roots).items():
+    walked = [p for p in masked if getattr(p, "found_in", None) is not None and _covered(p, list(roots))]
+    for path, where in watched(walked, roots).items() if walked else ():
         try:
             st = os.stat(os.path.dirname(path))
         except OSError:
