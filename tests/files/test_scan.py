@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from codebelt.files import scan as scan_mod
 from codebelt.files.scan import DIR, FILE, LINK, PerDirectory, TreeScan
 
@@ -258,3 +260,47 @@ def test_a_tree_bigger_than_its_share_of_the_watch_limit_is_refreshed_by_keys(tm
     assert snap.complete and len(snap.dirs) == 11 and scan._by_keys and scan._watcher is None
     (tmp_path / "d9" / "f").write_text("")
     assert "f" in scan.snapshot().dirs["d9"].names
+
+
+# A directory moved while a relisting walks it: the relisting that follows must not take the
+# parent's unchanged listing for proof that what it holds is right. Each move is made from
+# inside the walk (before the listing of the directory named), at the point that loses it.
+def _mv(a: str, b: str):
+    return lambda root: os.rename(root / a, root / b)
+
+
+RELIST_RACES = {
+    # away (its new name's walk fails: it is back), back (its walk fails: away again), back
+    # once more before the parent's listing: the parent lists it as it was two relistings ago
+    "moved away and back": ([("a/e", _mv("a/e", "a/d")), ("a/d", _mv("a/d", "a/e")), ("a", _mv("a/e", "a/d"))],
+                            lambda root: os.rename(root / "a" / "d", root / "a" / "e")),
+}
+
+
+@pytest.mark.parametrize("race", RELIST_RACES)
+def test_a_directory_moved_during_a_relisting_is_in_the_view_as_it_is(race, tmp_path: Path, monkeypatch):
+    root = tmp_path / "ws"
+    (root / "a" / "d").mkdir(parents=True)
+    (root / "a" / "d" / "f").write_text("x")
+    steps, first = RELIST_RACES[race]
+    scan = TreeScan(root)
+    assert scan.snapshot().complete
+    if not scan._watching:
+        pytest.skip("inotify cannot watch this tree")
+    pending = list(steps)
+    listing = TreeScan._list
+
+    def racing(self, rel, watch=False):
+        if pending and pending[0][0] == rel:
+            pending.pop(0)[1](root)
+        return listing(self, rel, watch)
+
+    monkeypatch.setattr(TreeScan, "_list", racing)
+    first(root)
+    snap = scan.snapshot()
+    assert not pending, pending  # every step was made, inside the walk
+    monkeypatch.setattr(TreeScan, "_list", listing)
+    for sub in [r for r in ("a/d", "a/e") if (root / r).exists()]:
+        assert sub in snap.dirs, (sub, view(snap))
+        assert snap.dirs[sub].key[1] == os.stat(root / sub).st_ino, (sub, view(snap))
+        assert sorted(snap.dirs[sub].names) == sorted(os.listdir(root / sub)), (sub, view(snap))

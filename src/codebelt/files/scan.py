@@ -151,7 +151,6 @@ class TreeScan:
         self._watcher: inotify.Watcher | None = None
         self._watching = False  # every directory of _kept was listed after its watch was added
         self._by_keys = False  # inotify does not work for this tree (or this is a forked child)
-        self._dino_exact: bool | None = None  # listings give directories their stat inode numbers
         self._wd_rels: dict[int, set[str]] = {}  # watch -> the directories (relative) it watches
         self._rel_wd: dict[str, int] = {}
         self._token = next(_TOKENS)
@@ -345,15 +344,10 @@ class TreeScan:
             if after.get(name) != ino:  # removed, renamed away or replaced: what was below goes
                 self._drop(dirs, prefix + name)
         for name, ino in after.items():
-            # made, moved in or replaced: walked whole. And one the same as in the last listing
-            # whose record is missing or of another directory: moved away and back, or swapped
-            # with another and back, while an earlier relisting walked it (its listing then
-            # failed, or read the other directory)
-            held = dirs.get(prefix + name)
-            if held is not None and held.key[1] != ino and self._listed_inodes_are_real():
-                self._drop(dirs, prefix + name)
-                held = None
-            if before.get(name) != ino or held is None:
+            # made, moved in or replaced: walked whole; and one the same as in the last listing
+            # that is not in the view (moved away and back while an earlier relisting walked
+            # it: that walk found nothing at its name)
+            if before.get(name) != ino or prefix + name not in dirs:
                 stack = [prefix + name]
                 while stack:
                     sub = stack.pop()
@@ -363,23 +357,6 @@ class TreeScan:
                     dirs[sub] = d
                     self._touched.add(sub)
                     stack.extend(f"{sub}/{n}" for n in d.subdirs)
-
-    def _listed_inodes_are_real(self) -> bool:
-        """Whether this file system lists a directory under the inode number its stat gives
-        (not so on some overlay set-ups), found once from the root in its parent's listing (a
-        directory no command moves): where it does not, a record is not told from another by
-        its number."""
-        if self._dino_exact is None:
-            self._dino_exact = True
-            try:
-                with os.scandir(self.root.parent) as entries:
-                    for e in entries:
-                        if e.name == self.root.name:
-                            self._dino_exact = e.inode() == os.stat(self.root).st_ino
-                            break
-            except OSError:
-                pass  # an unreadable parent: taken as exact (numbers differ on few file systems)
-        return self._dino_exact
 
     def _drop(self, dirs: dict[str, Dir], rel: str) -> None:
         """`rel` and everything below it out of the view, their watches with them (a watch still
