@@ -473,8 +473,9 @@ class Sandbox:
         self._landlock_abi = abi if self.config.mode != "bwrap" else 0
         tried: list[str] = []
         # a backend chosen by name is the jail's backend too
-        if self.config.mode != "landlock" and (self.bwrap_path or _bwrap.find_bwrap()) and self._stage_exposed():
-            tried.append(f"bwrap: {self._stage_exposed()}")
+        exposed_why = self._stage_exposed()
+        if self.config.mode != "landlock" and (self.bwrap_path or _bwrap.find_bwrap()) and exposed_why:
+            tried.append(f"bwrap: {exposed_why}")
         elif self.config.mode != "landlock" and (self.bwrap_path or _bwrap.find_bwrap()):
             self.bwrap_path = self.bwrap_path or _bwrap.find_bwrap()
             fifo = "FIFOs in the workspace refused by a Landlock layer inside"

@@ -4,7 +4,7 @@ masks and adds the jail's Landlock layer before a one-shot command) and the resi
 
 They run before the checks they make, so no sandboxed command may be able to change what they
 run. `python -I -S -c` reads, at start (strace): the binary, its shared libpython, the standard
-library's modules it imports (`encodings`, `os`, `signal`, …) from the prefix, and looks for
+library's modules it imports (`encodings`, and whatever the program imports) from the prefix, and looks for
 files that would move the prefix or the module path — `pyvenv.cfg` beside the binary or one
 directory up, `<binary>._pth`, `pybuilddir.txt` beside it, `lib/pythonXY.zip` under the prefix.
 A virtual environment made with `--copies` (or codebelt installed into a project's own
