@@ -305,8 +305,16 @@ def end_tree(pid: int, timeout: float = END_TREE_TIMEOUT) -> None:
     still that process's). The root goes last, because while it lives, as a subreaper or a pid
     namespace's first process, nothing below it can be orphaned away from it. Bounded by
     `timeout` (a process stuck in the kernel that never stops): then whatever was found is
-    killed anyway."""
+    killed anyway.
+
+    A helper started below a reaper (reaper.py: Landlock with signal scoping) is ended by it,
+    exactly; the process table below is the way where there is none (older kernels), or if the
+    reaper does not finish in time."""
     deadline = time.monotonic() + timeout
+    from . import reaper
+
+    if reaper.end(pid, timeout):
+        return
     root = _Process(pid, None)
     known: dict[tuple[int, int], _Process] = {}
     try:

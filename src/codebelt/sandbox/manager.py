@@ -411,15 +411,18 @@ class Sandbox:
                                                  self.config.writable))
 
     def _preexec(self, pairs, restrict, install_filter, subreaper: bool = False,
-                 cgroups: bool = True) -> Callable[[], None]:
+                 cgroups: bool = True, reaper=None) -> Callable[[], None]:
         cap, memory = (self.cap, self.memory) if cgroups else (None, None)
         libc = None
         if subreaper:
             from .landlock import _syscall
 
             libc = _syscall()
+        split = reaper.split_in_child if reaper is not None else None
 
         def preexec() -> None:  # runs in the child between fork and exec
+            if split is not None:
+                split()  # this process becomes the helper's reaper (reaper.py); its child goes on
             apply_rlimits(pairs)
             if cap is not None:
                 cap.join_in_child()
@@ -691,8 +694,22 @@ class Sandbox:
         env.update(TMPDIR=str(scratch), HOME=str(scratch))
         if profile is not None:
             env["XDG_CACHE_HOME"] = str(scratch / ".cache")
-        preexec = self._preexec(pairs, ruleset.restrict_in_child, install, subreaper=subreaper, cgroups=cgroups)
-        return argv, env, preexec, lambda: shutil.rmtree(scratch, ignore_errors=True)
+        # a long-lived helper's tree ends exactly with a reaper above it where signals can be
+        # scoped (reaper.py); else the helper is made a subreaper and its tree found in /proc
+        reaper = None
+        if subreaper:
+            from . import reaper as _reaper
+
+            reaper = _reaper.Reaper(STAGE_PYTHON) if _reaper.available() else None
+        preexec = self._preexec(pairs, ruleset.restrict_in_child, install, subreaper=subreaper and reaper is None,
+                                cgroups=cgroups, reaper=reaper)
+
+        def cleanup() -> None:
+            shutil.rmtree(scratch, ignore_errors=True)
+            if reaper is not None:
+                reaper.close()
+
+        return argv, env, preexec, cleanup
 
     # -- the resident jail -----------------------------------------------------------------
     def _resident_launch(self, readable: list[Path], scratch: str, limits_and_filter: "Callable[[], tuple]",
