@@ -228,7 +228,7 @@ def test_a_helper_cannot_signal_or_trace_its_reaper(ws, tmpd):
             assert _state(helper) == "T"
             assert [_state(proc.pid), _state(watcher)] == ["S", "S"], "the reaper or its watcher was stopped or killed"
             end_tree(proc.pid)
-            assert proc.wait(10) == -signal.SIGKILL  # the helper's status: killed by its reaper
+            assert proc.wait(10) == -signal.SIGKILL, proc.stderr.read()  # the helper's status: killed by its reaper
             assert _pipe_ends(proc.stdout, 10)
         finally:
             _clean_up(proc, proc.stdout, marker, cleanup)

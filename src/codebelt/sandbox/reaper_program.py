@@ -131,7 +131,8 @@ if __name__ == "__main__":
         traceback.print_exc()
         code = 125
     if code < 0:  # the helper was killed by a signal: the reaper ends the same way
-        signal.signal(-code, signal.SIG_DFL)
+        if -code != signal.SIGKILL:
+            signal.signal(-code, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {-code})
         os.kill(os.getpid(), -code)
         code = 128 - code
