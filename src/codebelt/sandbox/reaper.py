@@ -73,19 +73,27 @@ class Reaper:
             raise OSError("prctl(PR_SET_CHILD_SUBREAPER) failed")
         self._scope.restrict_in_child()
         me = os.pidfd_open(os.getpid())
-        watcher = os.fork()
-        if watcher == 0:
-            os.setsid()  # out of the reaper's process group: a kill of that group spares it
-            self._become(me, "watch", (0, 1, 2))
+        try:
+            # spawned (vfork-like, no copy of this process's memory map), in a session of its
+            # own: out of the reaper's process group, which a kill of that group spares
+            watcher = os.posix_spawn(self._argv[0], [*self._argv, "watch"], {}, setsid=True, file_actions=[
+                (os.POSIX_SPAWN_DUP2, me, CONTROL_FD),
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDWR, 0),
+                (os.POSIX_SPAWN_DUP2, 0, 1),
+                (os.POSIX_SPAWN_DUP2, 0, 2),
+            ])
+        finally:
+            os.close(me)
         helper = os.fork()
         if helper == 0:
-            os.close(me)
             return
         # the helper's input and output are its own: the reaper holds neither (its errors go to
         # the helper's error output)
         self._become(self._read, f"reap {helper} {watcher}", (0, 1))
 
     def _become(self, fd: int, mode: str, null: tuple[int, ...]) -> None:
+        """Execute the reaper program with `fd` as its fd 3 and `null` on /dev/null; on failure
+        kill the domain."""
         try:
             if fd != CONTROL_FD:
                 os.dup2(fd, CONTROL_FD)
@@ -94,7 +102,7 @@ class Reaper:
             for n in null:
                 os.dup2(devnull, n)
             os.closerange(CONTROL_FD + 1, 1 << 20)
-            os.execv(self._argv[0], [*self._argv, *mode.split()])
+            os.execve(self._argv[0], [*self._argv, *mode.split()], {})  # codebelt's environment is none of its business
         except BaseException:  # noqa: BLE001 - nothing may return from here
             pass
         try:
