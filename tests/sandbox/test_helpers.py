@@ -271,6 +271,30 @@ def test_nothing_is_left_when_the_reaper_is_killed(leaver, ws, tmpd):
         sb.close()
 
 
+# A helper that starts the program, waits for its first process (which leaves at once) and exits
+# by itself, as a crashing server would.
+EXITING_ROOT = ("import subprocess, sys, time\n"
+                "subprocess.Popen([sys.executable, '-c', sys.argv[1], sys.argv[2]], stdin=subprocess.DEVNULL).wait()\n"
+                "time.sleep(0.5)\nsys.exit(3)")
+
+
+@pytest.mark.parametrize("leaver", ["double-fork", "hops"])
+def test_nothing_is_left_when_the_helper_exits_by_itself(leaver, ws, tmpd):
+    """The helper exits on its own, no end_tree: its reaper ends what it left and exits with its status."""
+    sb = _reaped_sandbox(ws, tmpd)
+    marker = f"codebelt-end-tree-{uuid.uuid4().hex[:12]}"
+    try:
+        proc, cleanup = _start(sb, ws, [SYSTEM_PYTHON, "-c", EXITING_ROOT, LEAVER_PRELUDE + LEAVERS[leaver], marker])
+        try:
+            _ready(proc.stdout, proc)
+            assert proc.wait(10) == 3
+            assert _pipe_ends(proc.stdout, 10), f"{leaver}: outlived its helper's exit"
+        finally:
+            _clean_up(proc, proc.stdout, marker, cleanup)
+    finally:
+        sb.close()
+
+
 # codebelt's side, in a process of its own: starts a leaver below a long-lived helper, its output
 # the pipe it was given, and waits to be killed.
 CODEBELT_SIDE = """

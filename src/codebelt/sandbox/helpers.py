@@ -39,8 +39,9 @@ class HelperProfile:
     prefer_landlock: use Landlock before bwrap when both work (a short-lived helper started
       many times a minute: Landlock costs a fraction of a namespace set-up per start).
     long_lived: the helper may start processes that outlive their parent (a server): under
-      Landlock, which has no pid namespace, it is made a child subreaper so that whatever it
-      orphans stays its descendant and `end_tree` finds it.
+      Landlock, which has no pid namespace, it starts below a reaper (reaper.py) that ends
+      exactly everything it started; without Landlock's signal scoping it is made a child
+      subreaper instead, so that whatever it orphans stays its descendant and `end_tree` finds it.
     env: extra variables set for it (the user's server settings).
     markers: directories that must exist in the jail's view, empty (a repository's `.git` above
       the workspace, whose existence tells ripgrep to apply .gitignore rules).
@@ -138,7 +139,8 @@ def _python_dirs() -> tuple[Path, ...]:
 
 
 # -- ending a helper with everything it started -------------------------------------------------
-# Without a pid namespace (Landlock) the tree is found in /proc, which is not one snapshot: it is
+# Below a reaper (Landlock with signal scoping) the reaper ends it. Else, without a pid namespace
+# (Landlock on older kernels), the tree is found in /proc, which is not one snapshot: it is
 # read process by process while the tree may change. What makes the answer exact:
 # - every process found is stopped, and a listing counts as the last one only once every process
 #   known is seen stopped (each thread in state T): SIGSTOP is delivered when the process next
