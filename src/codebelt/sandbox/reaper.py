@@ -57,6 +57,10 @@ class Reaper:
         self._scope = scope
         self._argv = [python, "-I", "-S", PROGRAM]
         self._libc = landlock._syscall()
+        # the C library's fork, looked up now: os.fork() would run the at-fork callbacks that
+        # modules registered (Python code that may import: a copy of a lock a vanished thread
+        # held hangs it), and the child's code after a fork may run none
+        self._fork = self._libc.fork
         self._read, self._write = os.pipe()  # both close-on-exec: the helper never holds them
         self._ino = os.fstat(self._write).st_ino
         self._lock = threading.Lock()
@@ -84,7 +88,9 @@ class Reaper:
             ])
         finally:
             os.close(me)
-        helper = os.fork()
+        helper = self._fork()
+        if helper < 0:
+            raise OSError("fork failed")
         if helper == 0:
             return
         # the helper's input and output are its own: the reaper holds neither (its errors go to
