@@ -19,7 +19,7 @@ from codebelt.sandbox import Sandbox, SandboxConfig
 from codebelt.sandbox import bwrap as _bwrap
 from codebelt.sandbox.protected import placeholders
 
-from .test_watched import _exchange, _relink
+from .test_watched import _exchange, _relink, random_change
 
 
 @pytest.fixture
@@ -66,6 +66,9 @@ STEPS = [
     ("a nested repository", lambda w, o: (_write(w / "sub" / ".git" / "config"), (w / "sub" / ".git" / "hooks").mkdir())),
     ("a nested settings directory", lambda w, o: (w / "sub" / ".claude").mkdir()),
     ("a nested .env", lambda w, o: _write(w / "sub" / "deep" / ".env.prod")),
+    # only the walk sees this one: no lookup looked in pkg
+    ("a directory", lambda w, o: (w / "pkg").mkdir()),
+    ("a nested settings directory in it", lambda w, o: (w / "pkg" / ".codebelt").mkdir()),
     ("the nested tree's parent renamed", lambda w, o: os.rename(w / "sub", w / "sub2")),
     (".claude a link out of the workspace", lambda w, o: (shutil.rmtree(w / ".claude", ignore_errors=True),
                                                           (w / ".claude").symlink_to(o))),
@@ -99,7 +102,7 @@ def test_kept_protected_paths_follow_each_change(sandbox):
             raise AssertionError(f"after: {name}") from e
     # the steps did reach each kind of protected path
     assert {ws / ".env", ws / "cfg" / "local", ws / "mods" / "n" / "hooks", ws / "sub2" / ".claude",
-            ws / "real-git", ws / "home-real" / ".bashrc", ws / "home-real" / ".ssh"} <= {p for p, _ in seen}
+            ws / "real-git", ws / "home-real" / ".bashrc", ws / "home-real" / ".ssh", ws / "pkg" / ".codebelt"} <= {p for p, _ in seen}
 
 
 def test_a_kept_answer_is_reused_while_nothing_it_looked_in_changes(sandbox):
@@ -128,25 +131,7 @@ def test_kept_protected_paths_follow_random_changes(sandbox):
         return ws.joinpath(*rng.sample(names, rng.randint(1, 3)))
 
     for step in range(250):
-        a, b = pick(), pick()
-        try:
-            op = rng.randrange(7)
-            if op == 0:
-                a.mkdir()
-            elif op == 1:
-                a.symlink_to(b if rng.random() < 0.7 else out)
-            elif op == 2:
-                os.rename(a, b)
-            elif op == 3:
-                _exchange(a, b)
-            elif op == 4:
-                shutil.rmtree(a) if a.is_dir() and not a.is_symlink() else a.unlink()
-            elif op == 5:
-                a.write_text("")
-            else:
-                _relink(a, b)
-        except OSError:
-            pass
+        random_change(rng, pick(), pick(), out)
         try:
             _compare(sb, ws)
         except AssertionError as e:

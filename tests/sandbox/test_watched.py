@@ -48,6 +48,32 @@ def tree(tmp_path):
     return root
 
 
+def random_change(rng: random.Random, a: Path, b: Path, outside: "Path | None" = None) -> None:
+    """One change at `a`, `b` the other name it may involve: a directory or file made, a link
+    to `b` (absolute or relative; or to `outside`) made or put in `a`'s place, a rename or an
+    exchange with `b`, a removal. What the file system refuses is skipped."""
+    try:
+        op = rng.randrange(7)
+        target = outside if outside is not None and rng.random() < 0.3 else (
+            b if rng.random() < 0.5 else os.path.relpath(b, a.parent))
+        if op == 0:
+            a.mkdir()
+        elif op == 1:
+            a.symlink_to(target)
+        elif op == 2:
+            os.rename(a, b)
+        elif op == 3:
+            _exchange(a, b)
+        elif op == 4:
+            shutil.rmtree(a) if a.is_dir() and not a.is_symlink() else a.unlink()
+        elif op == 5:
+            a.write_text("")
+        else:
+            _relink(a, target)
+    except OSError:
+        pass
+
+
 def _path(root: Path) -> str:
     return ":".join(str(root / e) for e in ("link/bin", "a/bin", "b/bin", "c/bin", "deep/x/bin", "b/bin/../bin",
                                             "ws/.venv/bin", "home/bin"))
@@ -141,22 +167,7 @@ def test_kept_path_directories_follow_random_changes(tmp_path):
     try:
         for step in range(300):
             a, b = pick(), pick()
-            try:
-                op = rng.randrange(6)
-                if op == 0:
-                    a.mkdir()
-                elif op == 1:
-                    a.symlink_to(b if rng.random() < 0.5 else os.path.relpath(b, a.parent))
-                elif op == 2:
-                    os.rename(a, b)
-                elif op == 3:
-                    _exchange(a, b)
-                elif op == 4:
-                    shutil.rmtree(a) if a.is_dir() and not a.is_symlink() else a.unlink()
-                else:
-                    a.write_text("")
-            except OSError:
-                pass
+            random_change(rng, a, b)
             fresh = path_dirs(path, None, ())
             kept = cache.get(("p", path), lambda consult: path_dirs(path, None, (), consult))
             assert kept == fresh, f"step {step}"
