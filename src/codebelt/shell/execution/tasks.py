@@ -18,7 +18,6 @@ import itertools
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -145,7 +144,6 @@ class TaskManager:
         self._env = dict(env)
         self._on_task_end = on_task_end
         self.max_interactive = max_interactive
-        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="codebelt-spawn")
 
     def wrapper(self) -> Wrap | None:
         if not self._wrap_loaded:
@@ -201,15 +199,12 @@ class TaskManager:
             self._live.add(proc)
         proc.on_exit.append(self._forget)
         try:
-            # Started from the manager's own thread, which lives as long as the session: a child
-            # that dies with its parent (bwrap --die-with-parent sets PR_SET_PDEATHSIG, which
-            # fires when the *thread* that forked it exits) must not die with a short-lived
-            # caller thread, such as an executor worker that served one call.
-            try:
-                started = self._spawner.submit(proc.start, watch)
-            except RuntimeError:  # close() shut the spawner down after the check above
-                raise ShellError("the session is closed; no new commands can start.") from None
-            started.result()
+            # In the calling thread: a command the resident jail takes is no child of ours, and
+            # whatever is forked goes through procs.spawn, whose thread lives as long as the
+            # process (bwrap --die-with-parent sets PR_SET_PDEATHSIG, which fires when the
+            # *thread* that forked it exits: a short-lived caller thread must not be that one).
+            # A hand-off to a thread of this manager's would cost two wake-ups per command.
+            proc.start(watch)
         except BaseException:
             self._forget(proc)
             raise
@@ -384,5 +379,4 @@ class TaskManager:
         for p in procs_all:
             p.cleaned.wait(max(0.1, deadline + self.grace_s + 1 - time.monotonic()))
         procs.sweep_marked(self.marker_prefix, prefix=True)
-        self._spawner.shutdown(wait=False)  # every child is gone: its parent thread may end
         self._spools.close()
