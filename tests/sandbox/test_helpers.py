@@ -306,23 +306,35 @@ backend, ws, tmpd, name, *program = sys.argv[1:]
 sb = Sandbox(SandboxConfig((Path(ws),), Path(tmpd), mode=backend, limits=Limits(processes=0, memory_mb=0), name=name))
 assert sb.jail.backend == backend, sb.jail.reason
 argv, env, preexec, *cleanup = sb.helper(HelperProfile("t", long_lived=True))(program, ws, dict(os.environ))
-subprocess.Popen(argv, cwd=ws, env=env, preexec_fn=preexec, start_new_session=True, stdin=subprocess.DEVNULL)
+stuck = os.environ.get("STUCK_BEFORE_EXEC") == "1"
+def stuck_preexec():  # the helper's side never reaches its exec (holding every codebelt descriptor)
+    preexec()
+    os.write(1, b"ready\\n")
+    time.sleep(300)
+subprocess.Popen(argv, cwd=ws, env=env, preexec_fn=stuck_preexec if stuck else preexec, start_new_session=True,
+                 stdin=subprocess.DEVNULL)
 time.sleep(300)
 """
 
 
-@pytest.mark.parametrize("leaver", ["double-fork", "hops"])
+@pytest.mark.parametrize("leaver", ["double-fork", "hops", "stuck-before-exec"])
 def test_nothing_is_left_when_codebelt_is_killed(backend, leaver, ws, tmpd):
     """codebelt killed while a helper runs (no end_tree, no cleanup, no session close): under
-    Landlock the reaper sees its control pipe end, under bwrap the sandbox dies with its parent."""
+    Landlock the reaper sees its control pipe end, under bwrap the sandbox dies with its parent.
+    Also while the helper's side is still between fork and exec, holding copies of codebelt's
+    descriptors (Landlock: a bwrap not yet executed is no sandbox yet)."""
     if backend == "landlock" and not reaper.available():
         pytest.skip("no Landlock signal scoping here (ABI < 6): helpers have no reaper")
+    stuck = leaver == "stuck-before-exec"
+    if stuck and backend != "landlock":
+        pytest.skip("before its exec a bwrap helper is codebelt's own child, not yet a sandbox")
     marker = f"codebelt-end-tree-{uuid.uuid4().hex[:12]}"
     read, write = os.pipe()
     out = os.fdopen(read, "rb", buffering=0)
     side = subprocess.Popen([sys.executable, "-c", CODEBELT_SIDE, backend, str(ws.resolve()), str(tmpd.resolve()),
-                             sandbox_name(), *_leaver(leaver, marker)],
-                            stdin=subprocess.DEVNULL, stdout=write, stderr=subprocess.PIPE, start_new_session=True)
+                             sandbox_name(), *_leaver("double-fork" if stuck else leaver, marker)],
+                            stdin=subprocess.DEVNULL, stdout=write, stderr=subprocess.PIPE, start_new_session=True,
+                            env={**os.environ, "STUCK_BEFORE_EXEC": "1" if stuck else "0"})
     os.close(write)
     try:
         _ready(out, side)

@@ -92,6 +92,10 @@ class Reaper:
         if helper < 0:
             raise OSError("fork failed")
         if helper == 0:
+            # until its exec it holds copies of all codebelt's descriptors: not the control
+            # pipe's, whose end must come when codebelt goes, whatever the helper's set-up does
+            os.close(self._read)
+            os.close(self._write)
             return
         # the helper's input and output are its own: the reaper holds neither (its errors go to
         # the helper's error output)
