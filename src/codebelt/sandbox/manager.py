@@ -24,6 +24,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -569,7 +570,8 @@ class Sandbox:
             return [pk for root, nested in zip(c.writable_roots, found)
                     for pk in protected.protected_paths(root, c.writable, consult, list(nested))]
 
-        return list(self._lookups.get(("protected", c.writable_roots, c.writable, found), lookup))
+        key = ("protected", c.writable_roots, c.writable, found, tuple(sys.path), sys.prefix)
+        return list(self._lookups.get(key, lookup))
 
     def _credentials(self) -> list[Path]:
         """The user's credential files (credentials.py), kept like the PATH directories."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -132,10 +133,32 @@ def _nested(root: Path) -> list[Path]:
     return _nested_of(shared(root).snapshot(FRESH_S))
 
 
+def runtime_paths() -> list[Path]:
+    """Where codebelt's own process and environment read code from later: every entry of
+    sys.path (a module imported on first use is looked for in each, in order: a `pypdf.py`
+    planted in an earlier one would run in codebelt, outside any sandbox), and the environment's
+    `bin` and `pyvenv.cfg` (the `codebelt` and `python` the user starts next). Where they lie in
+    a writable root (codebelt installed into the project's own environment, or run on its own
+    source), a sandboxed command must not change them."""
+    out = [Path(os.path.abspath(p or os.curdir)) for p in sys.path]
+    prefix = Path(sys.prefix)
+    return out + [prefix / "bin", prefix / "pyvenv.cfg"]
+
+
+def _runtime_in(root: Path) -> list[Path]:
+    return [p for p in runtime_paths() if root in p.parents]
+
+
 def protection_gap(root: Path) -> str | None:
     """Why the protected paths of `root` cannot all be protected right now (the walk ran out of
-    time, or there are more nested ones than the sandbox takes), or None. A command that would
-    run unasked because the sandbox protects them must ask instead."""
+    time, there are more nested ones than the sandbox takes, or codebelt imports modules from the
+    root itself), or None. A command that would run unasked because the sandbox protects them
+    must ask instead."""
+    real = Path(os.path.realpath(root))
+    for p in runtime_paths():
+        if Path(os.path.realpath(p)) == real:
+            return (f"codebelt looks for the modules it imports in {root} itself (it is on sys.path), "
+                    "where a command could plant one: start codebelt from outside the workspace")
     snap = shared(root).snapshot(FRESH_S)
     if not snap.complete:
         return f"protected paths (nested .git, .claude, .env) could not all be found: {snap.reason}"
@@ -151,7 +174,7 @@ def protected_paths(root: Path, writable: tuple[Path, ...], consult: "Consult | 
     """Protected paths under `root` that exist and lie inside a writable tree, in mount order:
     ("pin", dir) binds a directory onto itself so it becomes a mount point — it can then not be
     renamed or replaced (`mv .git .g && cp -a .g .git` fails) — and ("ro", path) re-binds a path
-    read-only. Symlinks are resolved so a bind lands on what the link points at. `consult`: told
+    read-only (codebelt's own code among them: `runtime_paths`). Symlinks are resolved so a bind lands on what the link points at. `consult`: told
     each directory the answer depends on before it is looked in; `nested`: `nested(root)`, when
     the caller has it."""
     look = consult or _ignore
@@ -175,6 +198,7 @@ def protected_paths(root: Path, writable: tuple[Path, ...], consult: "Consult | 
         pass
     ro += [p for p in nested if p.name != ".git"]
     ro += _home_config(root, look)
+    ro += _runtime_in(root)
     out: list[tuple[Path, str]] = []
     seen: set[Path] = set()
     for kind, paths in (("pin", pins), ("ro", ro)):

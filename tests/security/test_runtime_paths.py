@@ -1,0 +1,83 @@
+"""codebelt's own code as hostile input: the modules codebelt imports on first use are looked for
+on sys.path, in order. A directory of sys.path inside the workspace (codebelt installed into the
+project's own environment, run on its own source, or started with `python -m` from the
+checkout) is where the repository, or a command in the write sandbox, could plant a module of
+that name, which would then run in codebelt's process, outside any sandbox."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codebelt.sandbox.protected import protected_paths, protection_gap
+
+from ..sandbox.conftest import backend_unusable
+
+PLANTED = "import pathlib, os\npathlib.Path(os.environ['PLANTED_MARKER']).write_text('ran')\nraise ImportError('planted')\n"
+# a 1x1 PNG: reading it imports Pillow on first use, in codebelt's own process
+PNG = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
+                    "0000000d4944415478da636460f85f0f0002870180eb47ba920000000049454e44ae426082")
+
+
+def test_python_m_from_the_checkout_imports_nothing_the_checkout_planted(tmp_path):
+    """`python -m codebelt.cli` in a checkout that ships a `PIL` package: reading an image
+    imports Pillow on first use, and must not find the checkout's."""
+    ws = tmp_path / "ws"
+    (ws / "PIL").mkdir(parents=True)
+    (ws / "PIL" / "__init__.py").write_text(PLANTED)
+    (ws / "x.png").write_bytes(PNG)
+    marker = tmp_path / "marker"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PLANTED_MARKER": str(marker)}
+    r = subprocess.run([sys.executable, "-m", "codebelt.cli", "call", "Read", '{"file_path": "x.png"}', "--json",
+                        "--root", str(ws)], cwd=ws, env=env, capture_output=True, text=True, timeout=120)
+    assert not marker.exists(), "the checkout's PIL ran in codebelt"
+    assert r.returncode == 0 and "planted" not in r.stdout, (r.stdout[-2000:], r.stderr[-2000:])
+
+
+# (sys.path entry under the workspace, as a layout would have it)
+LAYOUTS = [
+    "venv/lib/python3.11/site-packages",  # codebelt in the project's own environment
+    "src",  # codebelt run on its own source (an editable install)
+    "tools/lib",
+]
+
+
+@pytest.mark.parametrize("entry", LAYOUTS)
+def test_a_sys_path_directory_in_the_workspace_is_read_only_in_the_sandbox(entry, tmp_path, monkeypatch):
+    ws = tmp_path / "ws"
+    (ws / entry).mkdir(parents=True)
+    monkeypatch.setattr(sys, "path", [*sys.path, str(ws / entry)])
+    assert (ws / entry, "ro") in protected_paths(ws, (ws,))
+    assert protection_gap(ws) is None
+
+
+def test_a_workspace_on_sys_path_itself_cannot_be_protected_so_commands_ask(tmp_path, monkeypatch):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert protection_gap(ws) is None
+    monkeypatch.setattr(sys, "path", ["", *sys.path])
+    monkeypatch.chdir(ws)
+    assert "sys.path" in (protection_gap(ws) or "")
+
+
+def test_a_sandboxed_command_cannot_plant_a_module_where_codebelt_imports_from(make_session, ws, monkeypatch):
+    why = backend_unusable("bwrap")
+    if why:
+        pytest.skip(why)
+    lib = ws / "venv" / "lib" / "python3.11" / "site-packages"
+    lib.mkdir(parents=True)
+    (ws / "venv" / "bin").mkdir()
+    s = make_session(settings={"sandbox": {"mode": "bwrap", "autoAllowBash": True}})
+    control = s.call("Bash", {"command": "echo ok > venv/ok.txt"})  # the sandbox does let it write the workspace
+    assert control.data["exitCode"] == 0 and (ws / "venv" / "ok.txt").exists()
+    monkeypatch.setattr(sys, "path", [*sys.path, str(lib)])
+    monkeypatch.setattr(sys, "prefix", str(ws / "venv"))
+    for command in ("echo 'import os' > venv/lib/python3.11/site-packages/pypdf.py",
+                    "echo 'import os' > venv/lib/python3.11/site-packages/evil.pth",
+                    "printf '#!/bin/sh\\n' > venv/bin/codebelt"):
+        r = s.call("Bash", {"command": command})
+        assert r.data["exitCode"] != 0, command
+    assert sorted(p.name for p in lib.iterdir()) == [] and not (ws / "venv" / "bin" / "codebelt").exists()
