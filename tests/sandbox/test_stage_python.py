@@ -2,9 +2,10 @@
 by a sandboxed command.
 
 codebelt run from a virtual environment made with `--copies` inside the workspace (a real one,
-`python -m venv --copies`): a command in the write sandbox replaces the environment's `python`
-binaries and points its `pyvenv.cfg` at a planted standard library whose `os.py` announces
-itself; then a one-shot jailed command and a one-shot sandboxed command with a mask (both start
+`python -m venv --copies`): a command replaces the environment's `python` binaries and points its
+`pyvenv.cfg` at a planted standard library whose `os.py` announces itself — refused in the write
+sandbox (the environment is one of codebelt's runtime paths, read-only there), done anyway outside
+it, as a command a person approved would; then a one-shot jailed command and a one-shot sandboxed command with a mask (both start
 through the stage) must run without the planted program ever running. And the table of where a
 writable directory exposes the interpreter."""
 
@@ -49,7 +50,11 @@ SCRIPT = textwrap.dedent('''
         out["status"] = sb.status.reason
         secret = ws / "secret.txt"
         wrap = sb.wrapper(lambda: [secret])
-        out["attack"] = run(wrap(["/bin/bash", "-c", attack], ws, dict(os.environ)))
+        # in the sandbox the environment is read-only (a runtime path of codebelt's: protected.py)
+        out["attack_sandboxed"] = run(wrap(["/bin/bash", "-c", attack], ws, dict(os.environ)))
+        out["replaced_in_sandbox"] = b"PWNED" in (ws / ".venv" / "bin" / "python").read_bytes()
+        # replaced anyway (a command a person approved): the stage must still not run it
+        out["attack"] = subprocess.run(["/bin/bash", "-c", attack], capture_output=True, text=True).stdout
         out["sandboxed"] = run(wrap(["/bin/bash", "-c", "cat secret.txt; echo ran"], ws, dict(os.environ)))
         out["jail"] = sb.jail.reason
         jailed = sb.jail_wrapper([secret])(["/bin/bash", "-c", "cat secret.txt; echo ran"], ws, dict(os.environ))
@@ -100,7 +105,8 @@ def test_a_sandboxed_command_cannot_change_the_python_the_stage_runs(tmp_path):
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.splitlines()[-1])
-    assert "attacked" in out["attack"], out  # the workspace is writable: the environment was replaced
+    assert not out["replaced_in_sandbox"], out
+    assert "attacked" in out["attack"], out  # the environment was replaced outside the sandbox
     assert PWNED in subprocess.run([str(venv / "bin" / "python"), "-c", "pass"], capture_output=True, text=True,
                                    timeout=60).stderr  # and what it runs now is the planted program
     for name in ("sandboxed", "jailed"):
