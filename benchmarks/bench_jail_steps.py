@@ -29,17 +29,16 @@ from codebelt.sandbox import Sandbox, SandboxConfig, residency
 
 # (the line a marker goes before, the name of the step that ends there)
 ANCHORS = [
-    ('    os.write(note, b"t")', "request read"),
-    ("    status = socket.socket(fileno=fds[0])", "resident told"),
-    ("    pidfd = os.pidfd_open(os.getpid())", "request parsed"),
-    ("    os.close(pidfd)\n    init(", "pid sent to codebelt"),
+    ("    control.close()\n    if not fds:", "request read"),
+    ("    _UNANNOUNCED[:] = [status, note]", "request parsed"),
     ("    close_all_but({0, *targets, status.fileno()", "descriptors placed"),
     ('        for m in req["masks"]:', "rest closed"),
     ('        os.chdir(req["cwd"])', "masks mounted"),
     ('        if req["abi"]:\n            if layer', "cwd, capabilities dropped"),
     ("            layer.restrict()", "outputs in the write layer"),
     ('    argv = req["argv"]\n', "Landlock restricted"),
-    ('    null = os.open("/dev/null", os.O_RDWR)\n    for n in (0, 1, 2):', "command spawned"),
+    ("    _announce()\n    null = os.open", "command spawned"),
+    ('    null = os.open("/dev/null", os.O_RDWR)\n    for n in (0, 1, 2):', "resident and codebelt told"),
 ]
 REAPED = "        if pid == command.pid:\n"
 REPORTED = '    _say(status, b"status %d" % raw)\n'

@@ -342,10 +342,9 @@ def zygote(control, note, prepare):
     if not msg:
         os.write(note, b"e")  # codebelt closed its end: the session is over
         os._exit(0)
-    os.write(note, b"t")  # taken: the resident readies the next one
-    os.close(note)
     control.close()
     if not fds:
+        _taken(note)
         os._exit(0)
     status = socket.socket(fileno=fds[0])
     fds = fds[1:]
@@ -354,8 +353,32 @@ def zygote(control, note, prepare):
         if len(fds) != len(req["fds"]):
             raise ValueError("descriptors do not match the request")
     except (ValueError, EOFError, KeyError, TypeError) as e:
+        _taken(note)
         _say(status, b"err " + str(e).encode()[:200])
         os._exit(0)
+    _UNANNOUNCED[:] = [status, note]
+    init(req, fds, status, prepare, layer, why)
+
+
+# [status socket, note pipe] of a request whose init has not yet said that it took it
+_UNANNOUNCED = []
+
+
+def _taken(note):
+    os.write(note, b"t")  # the resident readies the next zygote
+    os.close(note)
+
+
+def _announce():
+    """Tell the resident that this zygote is taken and codebelt its pidfd and pid — once the
+    command runs (or has failed to start), not as the request arrives: both wake a process, and
+    on the way to the command the woken one took a CPU from it. Until then codebelt waits for
+    this message; if it gave up meanwhile, exiting ends the command with the namespace."""
+    if not _UNANNOUNCED:
+        return
+    status, note = _UNANNOUNCED
+    del _UNANNOUNCED[:]
+    _taken(note)
     pidfd = os.pidfd_open(os.getpid())
     rights = (socket.SOL_SOCKET, socket.SCM_RIGHTS, pidfd.to_bytes(4, sys.byteorder))
     # its pid as credentials: the kernel gives it to codebelt in codebelt's pid namespace, even
@@ -369,7 +392,6 @@ def zygote(control, note, prepare):
     except OSError:
         os._exit(0)  # codebelt gave up on it
     os.close(pidfd)
-    init(req, fds, status, prepare, layer, why)
 
 
 def init(req, fds, status, prepare, layer, why):
@@ -379,12 +401,13 @@ def init(req, fds, status, prepare, layer, why):
     # every descriptor kept above the targets first: no dup2 below clobbers one
     high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, above) for fd in fds]
     status = socket.socket(fileno=fcntl.fcntl(status.detach(), fcntl.F_DUPFD_CLOEXEC, above))
+    _UNANNOUNCED[:] = [status, fcntl.fcntl(_UNANNOUNCED[1], fcntl.F_DUPFD_CLOEXEC, above)]
     if layer is not None:
         layer.fd = fcntl.fcntl(layer.fd, fcntl.F_DUPFD_CLOEXEC, above)
     null = os.open("/dev/null", os.O_RDWR)
     for target, fd in [(0, null), *((n, null) for n in (1, 2) if n not in targets), *zip(targets, high)]:
         os.dup2(fd, target)  # from here on, what goes wrong is said on the command's stderr
-    close_all_but({0, *targets, status.fileno(), *([layer.fd] if layer is not None else ())})
+    close_all_but({0, *targets, status.fileno(), _UNANNOUNCED[1], *([layer.fd] if layer is not None else ())})
     try:
         if why is not None:
             raise why
@@ -426,6 +449,7 @@ def init(req, fds, status, prepare, layer, why):
     except OSError as e:  # as a shell says it
         os.write(2, f"{argv[0]}: {e.strerror}\n".encode("utf-8", "surrogateescape"))
         _report(status, 127 << 8)
+    _announce()
     null = os.open("/dev/null", os.O_RDWR)
     for n in (0, 1, 2):
         os.dup2(null, n)  # the command's output is the command's: its init keeps no copy
@@ -467,6 +491,16 @@ def _say(status, msg):
 
 
 def _report(status, raw):
+    _announce()
+    # codebelt, woken by the status, is put on this CPU (a socket's wake-up expects the sender to
+    # sleep next), where this init's exit (~0.3 ms of a Python process's teardown) would keep it
+    # waiting: at SCHED_IDLE the init yields to it at once and ends when a CPU has nothing else
+    # to do (the resident makes the next zygote meanwhile: at most NEXT_ZYGOTE_DELAY after the
+    # take, or at once for a request that waits)
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except OSError:
+        pass
     _say(status, b"status %d" % raw)
     os._exit(0)
 
