@@ -37,13 +37,13 @@ from ..errors import SandboxUnavailable
 from . import bwrap as _bwrap
 from . import denial as _denial
 from . import jail as _jail
+from . import protected
 from . import seccomp as _seccomp
 from .config import SandboxConfig
 from .cover_checks import cover_specs, moved_since_walk, placed, refused, stage_argv, sweep, watched
 from .credentials import MAX_GITCONFIG, credential_paths, filtered_gitconfig, gitconfig_paths
 from .helpers import HelperProfile, helper_env, python_dirs
 from .limits import MemoryCap, ProcessCap, apply_rlimits, rlimits
-from . import protected
 from .protected import placeholders
 from .stage_python import base_interpreter, exposed
 from .watched import WatchedLookups

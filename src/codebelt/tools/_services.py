@@ -328,7 +328,8 @@ def checkpoints(ctx: ToolContext) -> Checkpoints | None:
 
 def server_profile(spec, untrusted: "tuple[Path, ...]" = ()) -> HelperProfile:
     """A language server in the jail: its installation readable, a scratch of its own for caches,
-    its settings' environment, and a subreaper under Landlock so that it ends with all it started.
+    its settings' environment, and under Landlock a reaper above it (or, without signal scoping,
+    itself a subreaper) so that it ends with all it started.
     `untrusted`: the directories a command may write (the workspace roots, TMPDIR). A server found
     there (an activated `.venv/bin` on PATH) is the repository's program: nothing it names or
     links to is made readable, and no directory reached through them is (the roots are visible

@@ -18,8 +18,9 @@
   `loading()` names what is under way, `changed` is notified on every report (the manager
   decides from it when the server is ready).
 - `close()`: `shutdown` with a bounded wait, then the server and everything it started are
-  killed (`end_tree`: a daemon it forked is found as its descendant — in the read-only jail
-  under Landlock the server is made a child subreaper so that orphans stay below it).
+  killed (`end_tree`: in the read-only jail under bwrap its pid namespace ends with it; under
+  Landlock a reaper above it, in a signal-scoped domain, kills everything it started — or, where
+  signals cannot be scoped, the server is a child subreaper and its descendants are found).
 - `wrap` confines the server (the read-only jail): `(argv, cwd, env) -> (argv, env, preexec[,
   cleanup])`; the cleanup (its scratch directory) runs once the server is gone.
 """
@@ -420,10 +421,10 @@ class LspClient:
                 self.request(lsp.SHUTDOWN, None, timeout)
             except Exception:  # noqa: BLE001 - closing: whatever it says, it is ended below
                 pass
-        # Not `exit`, and its input still open: a server that exits on its own (as one does
-        # when its input closes) leaves its orphans (a daemon it forked) to init, since a
-        # subreaper that exits hands them on. Killed first with its whole tree while it still
-        # lives, nothing it started outlives it. (Only while it is not reaped: a reaped pid may
+        # Not `exit`, and its input still open: where the server is its own subreaper (Landlock
+        # without signal scoping), one that exits on its own (as one does when its input closes)
+        # leaves its orphans (a daemon it forked) to init. Killed first with its whole tree while
+        # it still lives, nothing it started outlives it. (Only while it is not reaped: a reaped pid may
         # already be another process's.)
         if self.proc.poll() is None:
             end_tree(self.proc.pid)
