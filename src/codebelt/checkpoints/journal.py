@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from ..files.inotify import (
     IN_ATTRIB, IN_CLOSE_WRITE, IN_CREATE, IN_DELETE, IN_DELETE_SELF, IN_DONT_FOLLOW, IN_EXCL_UNLINK, IN_IGNORED,
-    IN_MODIFY, IN_MOVE_SELF, IN_MOVED_FROM, IN_MOVED_TO, IN_ONLYDIR, IN_Q_OVERFLOW, libc, parse,
+    IN_MODIFY, IN_MOVE_SELF, IN_MOVED_FROM, IN_MOVED_TO, IN_ONLYDIR, IN_Q_OVERFLOW, drain, libc,
 )
 
 IN_NONBLOCK, IN_CLOEXEC = os.O_NONBLOCK, os.O_CLOEXEC
@@ -135,19 +135,7 @@ class Journal:
                     self._read_available()
 
     def _read_available(self) -> None:
-        while True:
-            try:
-                buf = os.read(self.fd, 1 << 16)
-            except BlockingIOError:
-                return
-            except OSError:
-                return
-            if not buf:
-                return
-            self._parse(buf)
-
-    def _parse(self, buf: bytes) -> None:
-        for wd, mask, name in parse(buf):
+        for wd, mask, name in drain(self.fd):
             if mask & IN_Q_OVERFLOW:
                 self._overflow = True
                 continue

@@ -72,6 +72,22 @@ def parse(buf: bytes) -> Iterator[tuple[int, int, bytes]]:
         yield wd, mask, name
 
 
+def drain(fd: int) -> Iterator[tuple[int, int, bytes]]:
+    """(watch, mask, name) of every event queued on the non-blocking queue `fd`, without
+    waiting; (-1, IN_Q_OVERFLOW, b"") when it cannot be read: events may have been lost."""
+    while True:
+        try:
+            buf = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            yield -1, IN_Q_OVERFLOW, b""
+            return
+        if not buf:
+            return
+        yield from parse(buf)
+
+
 def filesystem_type(path: str) -> int | None:
     """statfs's f_type for `path` (None: unknown). os.statvfs does not give it."""
     buf = ctypes.create_string_buffer(256)  # struct statfs is 120 bytes on 64-bit Linux
@@ -140,16 +156,8 @@ class Queue:
     def events(self) -> Iterator[tuple[int, int]]:
         """(watch, mask) of each queued event, without waiting; (-1, IN_Q_OVERFLOW) when events
         were lost."""
-        while True:
-            try:
-                buf = os.read(self.fd, 1 << 16)
-            except BlockingIOError:
-                return
-            except OSError:
-                yield -1, IN_Q_OVERFLOW
-                return
-            for wd, mask, _name in parse(buf):
-                yield wd, mask
+        for wd, mask, _name in drain(self.fd):
+            yield wd, mask
 
     def close(self) -> None:
         if self.fd >= 0:
