@@ -63,6 +63,17 @@ def test_a_workspace_on_sys_path_itself_cannot_be_protected_so_commands_ask(tmp_
     assert "sys.path" in (protection_gap(ws) or "")
 
 
+def test_a_sys_path_entry_through_a_link_in_the_workspace_cannot_be_protected(tmp_path, monkeypatch):
+    """The bind would land on the link's target, outside; the link itself could be replaced by
+    a directory of the command's, with a module in it."""
+    ws, elsewhere = tmp_path / "ws", tmp_path / "elsewhere"
+    ws.mkdir()
+    elsewhere.mkdir()
+    (ws / "lib").symlink_to(elsewhere)
+    monkeypatch.setattr(sys, "path", [*sys.path, str(ws / "lib")])
+    assert "link" in (protection_gap(ws) or "")
+
+
 def test_a_sandboxed_command_cannot_plant_a_module_where_codebelt_imports_from(make_session, ws, monkeypatch):
     why = backend_unusable("bwrap")
     if why:

@@ -156,9 +156,15 @@ def protection_gap(root: Path) -> str | None:
     must ask instead."""
     real = Path(os.path.realpath(root))
     for p in runtime_paths():
-        if Path(os.path.realpath(p)) == real:
+        found = os.path.realpath(p)
+        if Path(found) == real:
             return (f"codebelt looks for the modules it imports in {root} itself (it is on sys.path), "
                     "where a command could plant one: start codebelt from outside the workspace")
+        if root in p.parents and found != str(p):
+            # a read-only bind lands on the link's target; the link itself, in a directory a
+            # command may write, could be replaced by a directory of the command's
+            return (f"codebelt looks for the modules it imports in {p}, reached through a link inside "
+                    f"{root} that a command could replace")
     snap = shared(root).snapshot(FRESH_S)
     if not snap.complete:
         return f"protected paths (nested .git, .claude, .env) could not all be found: {snap.reason}"
