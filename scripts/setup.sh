@@ -9,6 +9,11 @@ need=()
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)       # the Bash sandbox
 command -v git >/dev/null 2>&1 || need+=(git)
 python3 -c "import ensurepip, venv" >/dev/null 2>&1 || need+=(python3-venv)
+# the resident jail's request path in C (src/codebelt/sandbox/_zygote.c; optional: without them the
+# install still works and the resident uses its Python path)
+command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+python3 -c "import os, sysconfig; raise SystemExit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" \
+  >/dev/null 2>&1 || need+=(python3-dev)
 if [ "${#need[@]}" -gt 0 ]; then
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi

@@ -13,13 +13,23 @@ from pathlib import Path
 
 import pytest
 
-from codebelt.sandbox import Sandbox, SandboxConfig
+from codebelt.sandbox import Sandbox, SandboxConfig, native
 
 from .conftest import backend_unusable, host_processes_with, jailed, sandbox_name
 
 
+@pytest.fixture(params=["native", "python"])
+def request_path(request, monkeypatch):
+    """Each resident test on both request paths: the compiled one (_zygote.c) and the Python one
+    (resident.py's init), chosen by codebelt when the resident starts."""
+    if request.param == "native" and not native.available():
+        pytest.skip("the compiled request path is not built here")
+    monkeypatch.setenv("CODEBELT_RESIDENT_NATIVE", "1" if request.param == "native" else "0")
+    return request.param
+
+
 @pytest.fixture
-def resident(ws: Path, tmpd: Path):
+def resident(ws: Path, tmpd: Path, request_path):
     why = backend_unusable("bwrap")
     if why:
         pytest.skip(f"bwrap cannot work here: {why}")
@@ -32,6 +42,7 @@ def resident(ws: Path, tmpd: Path):
         sb.close()
         pytest.skip(f"no resident jail here: {sb._resident_failed}")
     assert r.returncode == 0, r.stdout
+    assert sb._resident.native == (request_path == "native"), sb._resident.native_failed
     yield sb
     sb.close()
 
@@ -164,14 +175,14 @@ OWN_ENDINGS = [
 
 
 @pytest.mark.parametrize("command,code", OWN_ENDINGS, ids=[c for c, _ in OWN_ENDINGS])
-def test_a_command_ends_itself_as_it_would_anywhere(jail, ws, command, code):
+def test_a_command_ends_itself_as_it_would_anywhere(jail, ws, command, code, request_path):
     r = jailed(jail, command, ws)
     assert (r.returncode if r.returncode >= 0 else 128 - r.returncode) == code, r.stdout
     assert "alive" not in r.stdout, r.stdout
     assert ("trapped" in r.stdout) == ("trap" in command), r.stdout
 
 
-def test_the_command_starts_with_no_signal_ignored_or_blocked(jail, ws):
+def test_the_command_starts_with_no_signal_ignored_or_blocked(jail, ws, request_path):
     r = jailed(jail, "grep -E '^Sig(Ign|Blk)' /proc/self/status; yes | head -c1 >/dev/null; "
                      "echo \"pipe ${PIPESTATUS[0]}\"", ws)
     if "Permission denied" not in r.stdout:  # the Landlock jail shows no process's /proc entries
@@ -222,7 +233,7 @@ def test_the_init_cannot_be_reached_from_its_command(resident, ws):
     assert (environ, sockets) == ("0", "0"), r.stdout
 
 
-def test_a_resident_whose_set_up_is_refused_hands_commands_to_the_one_shot_jail(ws, tmpd, monkeypatch):
+def test_a_resident_whose_set_up_is_refused_hands_commands_to_the_one_shot_jail(ws, tmpd, monkeypatch, request_path):
     """A step of a command's set-up refused on this kernel (here: its /proc mounted where it
     cannot be) would fail every command: the start-up probe finds it and the one-shot jail runs
     them instead."""
@@ -255,7 +266,7 @@ def _other_layer(prepare):
 
 
 @pytest.mark.parametrize("change", [_unprepared, _other_layer], ids=["nothing-prepared", "other-layer-prepared"])
-def test_a_request_unlike_what_was_prepared_is_set_up_whole(ws, tmpd, monkeypatch, change):
+def test_a_request_unlike_what_was_prepared_is_set_up_whole(ws, tmpd, monkeypatch, change, request_path):
     """A resident started without `prepare` (or for another write layer) sets each command up
     entirely when its request comes: the same guarantees."""
     why = backend_unusable("bwrap")
@@ -265,8 +276,8 @@ def test_a_request_unlike_what_was_prepared_is_set_up_whole(ws, tmpd, monkeypatc
 
     original = residency.ResidentJail.__init__
 
-    def start(self, argv, env, preexec, cwd, prepare=None):
-        original(self, argv, env, preexec, cwd, change(prepare))
+    def start(self, argv, env, preexec, cwd, prepare=None, native=None):
+        original(self, argv, env, preexec, cwd, change(prepare), native)
 
     monkeypatch.setattr(residency.ResidentJail, "__init__", start)
     sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode="bwrap", name=sandbox_name()))

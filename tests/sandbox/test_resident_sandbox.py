@@ -18,16 +18,20 @@ from pathlib import Path
 import pytest
 
 from codebelt import Session
-from codebelt.sandbox import Sandbox, SandboxConfig
+from codebelt.sandbox import Sandbox, SandboxConfig, native
 
 from .conftest import backend_unusable, host_processes_with, sandbox_name, spawn
 
 
-@pytest.fixture
-def resident(ws: Path, tmpd: Path, monkeypatch):
+@pytest.fixture(params=["native", "python"])
+def resident(request, ws: Path, tmpd: Path, monkeypatch):
+    """On both request paths: the compiled one (_zygote.c) and resident.py's Python one."""
     why = backend_unusable("bwrap")
     if why:
         pytest.skip(f"bwrap cannot work here: {why}")
+    if request.param == "native" and not native.available():
+        pytest.skip("the compiled request path is not built here")
+    monkeypatch.setenv("CODEBELT_RESIDENT_NATIVE", "1" if request.param == "native" else "0")
     monkeypatch.setattr(Sandbox, "resident_sandbox", "now")  # every command in it, the first included
     sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode="bwrap", name=sandbox_name()))
     yield sb

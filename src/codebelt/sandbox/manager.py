@@ -38,6 +38,7 @@ from . import bwrap as _bwrap
 from . import denial as _denial
 from . import jail as _jail
 from . import protected
+from . import native as _native
 from . import seccomp as _seccomp
 from .config import SandboxConfig
 from .cover_checks import cover_specs, moved_since_walk, placed, refused, stage_argv, sweep, watched
@@ -388,7 +389,8 @@ class Sandbox:
         def start():
             argv = _rs.start_argv(self.bwrap_path or "bwrap", self.config, STAGE_PYTHON, resident_source())
             resident = ResidentJail(argv, {"PATH": os.defpath, "LANG": "C.UTF-8"},
-                                    self._preexec(pairs, None, install), Path("/"))
+                                    self._preexec(pairs, None, install), Path("/"),
+                                    native=_native.open_extension(self.config.writable))
             # `true` through a command's whole set-up: where a step of it is refused here (a pty
             # instance, a second /proc), every command would fail; the one-shot argv runs them
             with tempfile.TemporaryFile() as err:
@@ -780,7 +782,8 @@ class Sandbox:
         env = {"PATH": os.defpath, "LANG": "C.UTF-8"}
         masked_at_start = frozenset(s for s in _jail.SECRETS if os.path.lexists(s))  # masked by bwrap_args
         prepare = {"tmpfs": [scratch], "abi": self._stage_abi, "writable": [scratch, *_jail.STAGE_DEVICES]}
-        resident = ResidentJail(argv, env, self._preexec(pairs, None, install), Path("/"), prepare)
+        resident = ResidentJail(argv, env, self._preexec(pairs, None, install), Path("/"), prepare,
+                                native=_native.open_extension(c.writable))
         resident.masked_at_start = masked_at_start
         # probed once with `true` through all of a command's set-up: where something of it is
         # refused here (a second /proc in a user namespace, a security module), every command

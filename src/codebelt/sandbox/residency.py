@@ -47,10 +47,12 @@ class ResidentJail:
     """One resident jail: `argv` starts it (bwrap … -- python -I -S -c SOURCE), given the child
     end of the control socket as its last argument; `preexec` runs in bwrap's child (limits,
     cgroups, the seccomp filter — inherited by every command). `prepare`: what every request
-    will ask for ({"tmpfs", "abi", "writable"}), set up before each command is asked for."""
+    will ask for ({"tmpfs", "abi", "writable"}), set up before each command is asked for.
+    `native`: a descriptor of the compiled request path (native.open_extension) for the resident
+    to load, taken over (closed here); `self.native` says whether it did."""
 
     def __init__(self, argv: list[str], env: dict, preexec: Callable[[], None] | None, cwd: Path,
-                 prepare: dict | None = None):
+                 prepare: dict | None = None, native: int | None = None):
         self._lock = threading.Lock()
         self.view: tuple = ()  # what it was built for (the caller's key)
         self.stamps: tuple = ()
@@ -60,15 +62,20 @@ class ResidentJail:
         self._proc: subprocess.Popen | None = None
         self._error = ""
         self._gone = threading.Event()
+        self.native = False
+        self.native_failed = "" if native is not None else "not asked for"
         started = threading.Event()
         fd = child.fileno()
+        if native is not None:
+            prepare = {**(prepare or {}), "native": native}
 
         def run() -> None:
             # This thread lives as long as the resident: bwrap's --die-with-parent fires when the
             # thread that started it ends.
             try:
                 self._proc = subprocess.Popen(
-                    [*argv, *([json.dumps(prepare)] if prepare else []), str(fd)], cwd=cwd, env=env, preexec_fn=preexec, pass_fds=(fd,),
+                    [*argv, *([json.dumps(prepare)] if prepare else []), str(fd)], cwd=cwd, env=env, preexec_fn=preexec,
+                    pass_fds=(fd,) if native is None else (fd, native),
                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                     start_new_session=True)
             except OSError as e:
@@ -77,6 +84,8 @@ class ResidentJail:
                 return
             finally:
                 child.close()
+                if native is not None:
+                    os.close(native)
                 started.set()
             _, err = self._proc.communicate()
             self._error = err.decode(errors="replace").strip()[-300:] or f"exit status {self._proc.returncode}"
@@ -89,10 +98,15 @@ class ResidentJail:
         reply = b""
         if ready:
             try:
-                reply = self._ctl.recv(64)
+                reply = self._ctl.recv(512)
             except OSError:
                 pass
-        if reply != b"ready":
+        # "ready", "ready native" (it loaded the compiled request path), "ready python: WHY"
+        if reply == b"ready native":
+            self.native = True
+        elif reply.startswith(b"ready python: "):
+            self.native_failed = reply[14:].decode(errors="replace")
+        elif reply != b"ready":
             self.close()
             self._gone.wait(2.0)
             raise ResidentUnavailable(f"the resident jail did not start ({self._error or 'no answer'})")
