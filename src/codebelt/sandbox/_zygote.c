@@ -93,8 +93,12 @@ struct request {
 static PyObject *kept; /* every object whose buffer a pointer above refers to */
 
 static const char *as_path(PyObject *o) {
-    /* a str as os.fsencode encodes it (UTF-8, surrogateescape), no NUL, at most PATH_MAX */
+    /* a str as os.fsencode encodes it (UTF-8, surrogateescape), no NUL */
     if (!PyUnicode_Check(o)) return NULL;
+    Py_ssize_t size;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(o, &size); /* an ASCII str's own buffer: no copy */
+    if (utf8 != NULL) return (Py_ssize_t)strlen(utf8) == size ? utf8 : NULL;
+    PyErr_Clear(); /* a lone surrogate: what surrogateescape makes of it */
     PyObject *b = PyUnicode_EncodeFSDefault(o);
     if (b == NULL) { PyErr_Clear(); return NULL; }
     if (PyList_Append(kept, b) < 0) { Py_DECREF(b); PyErr_Clear(); return NULL; }
@@ -221,16 +225,32 @@ static int parse(PyObject *req, int n_fds, PyObject *prepare, struct request *r)
     r->argv0 = av[0];
     PyObject *env = item(req, "env");
     if (env == NULL || !PyDict_Check(env) || PyDict_GET_SIZE(env) > MAX_ITEMS) return -1;
-    char **ev = PyMem_Calloc(PyDict_GET_SIZE(env) + 1, sizeof(char *));
-    if (ev == NULL) return -1;
+    Py_ssize_t n_env = PyDict_GET_SIZE(env);
+    char **ev = PyMem_Calloc(n_env + 1, sizeof(char *));
+    const char **pairs = PyMem_Calloc(2 * n_env + 1, sizeof(char *));
+    if (ev == NULL || pairs == NULL) return -1;
     PyObject *k, *v;
-    Py_ssize_t pos = 0, j = 0;
+    Py_ssize_t pos = 0, j = 0, total = 0;
     const char *path_var = NULL;
-    while (PyDict_Next(env, &pos, &k, &v)) {
+    while (PyDict_Next(env, &pos, &k, &v) && j < n_env) {
         const char *ks = as_path(k), *vs = as_path(v);
         if (ks == NULL || vs == NULL || strchr(ks, '=') != NULL) return -1; /* Popen refuses these */
-        if ((ev[j++] = (char *)joined(ks, "=", vs)) == NULL) return -1;
+        pairs[2 * j] = ks;
+        pairs[2 * j + 1] = vs;
+        total += strlen(ks) + strlen(vs) + 2;
+        if (total > MAX_REQUEST * 2) return -1;
         if (strcmp(ks, "PATH") == 0) path_var = vs;
+        j++;
+    }
+    char *arena = PyMem_Malloc(total + 1); /* "KEY=value" each, one allocation */
+    if (arena == NULL) return -1;
+    for (Py_ssize_t i = 0; i < j; i++) {
+        ev[i] = arena;
+        size_t kl = strlen(pairs[2 * i]), vl = strlen(pairs[2 * i + 1]);
+        memcpy(arena, pairs[2 * i], kl);
+        arena[kl] = '=';
+        memcpy(arena + kl + 1, pairs[2 * i + 1], vl + 1);
+        arena += kl + vl + 2;
     }
     r->envp = ev;
     /* subprocess's lookup: argv[0] as it is when it names a directory, else each directory of
@@ -800,7 +820,29 @@ static PyObject *serve(PyObject *self, PyObject *args) {
     return Py_BuildValue("(NN)", raw, list);
 }
 
+static PyObject *warm_up(PyObject *self, PyObject *args) {
+    /* resident.warm_up's part for this path: a zygote is a fresh fork, and the first touch of
+       each page the parse writes (the allocator's, the objects') copies it; touched now, on a
+       sample request, they are its own when the request comes */
+    Py_buffer sample;
+    int n_fds;
+    PyObject *prepare;
+    if (!PyArg_ParseTuple(args, "y*iO!", &sample, &n_fds, &PyDict_Type, &prepare)) return NULL;
+    kept = PyList_New(0);
+    PyObject *req = kept ? PyMarshal_ReadObjectFromString(sample.buf, sample.len) : NULL;
+    PyBuffer_Release(&sample);
+    struct request r;
+    int taken_here = req != NULL && parse(req, n_fds, prepare, &r) == 0;
+    PyErr_Clear();
+    Py_XDECREF(req);
+    Py_CLEAR(kept);
+    (void)now_ns();
+    return PyBool_FromLong(taken_here);
+}
+
 static PyMethodDef methods[] = {
+    {"warm_up", warm_up, METH_VARARGS,
+     "warm_up(sample, n_fds, prepare): parse a sample request as `serve` would; whether it would take it."},
     {"serve", serve, METH_VARARGS,
      "serve(control_fd, note_fd, layer_fd, prepare): read one request and be its command's init "
      "(never returns), or return (message, descriptors) for a request left to the Python path."},

@@ -43,6 +43,10 @@ zygote reading it and the resident exit, and bwrap's pid namespace ends whatever
 
 Runs as `python -I -S -c <write_layer.py + this source> [PREPARE] CONTROL_FD` with codebelt's
 interpreter, standard library only (codebelt's package need not be visible in the jail);
+where codebelt hands it its compiled request path (PREPARE's "native": a descriptor of
+codebelt's `_zygote` extension, loaded by that descriptor), a zygote's request is served by
+`_zygote.serve` — the same steps as `init` in C — and only a request it does not take comes back
+to `init` here;
 PREPARE is JSON ({"tmpfs", "abi", "writable", "ipc", "net"}: what requests will ask for, done
 ahead of time; a request asking for another scratch or layer is set up entirely when it arrives,
 one asking for a namespace not prepared gets it by unshare). `WriteLayer` comes from
@@ -284,11 +288,11 @@ def get_ready(prepare):
     # this it could ptrace its init and use the status socket or the namespace's privileges
     _check(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
     layer = WriteLayer(prepare["abi"], prepare["writable"]) if prepare.get("abi") else None
-    warm_up(layer)
+    warm_up(layer, prepare)
     return layer
 
 
-def warm_up(layer):
+def warm_up(layer, prepare):
     """Run what a request will run, on data of its own, before the request. This process is a
     fresh fork: the first touch of each page the interpreter writes (a reference count, an
     allocation) copies it, and a command's set-up touches hundreds (~0.3 ms); touched now, they
@@ -296,6 +300,11 @@ def warm_up(layer):
     sample = marshal.dumps({"argv": ["/bin/sh", "-c", ":"], "env": {"PATH": "/usr/bin", "HOME": "/tmp"}, "cwd": "/",
                             "tmpfs": ["/tmp"], "masks": ["/etc/shadow"], "abi": 4, "writable": ["/tmp"], "fds": [1, 2]})
     marshal.loads(sample)
+    if NATIVE is not None:
+        # a request's environment is most of it: a sample of a few hundred entries touches the
+        # pages a real one's objects will take
+        NATIVE.warm_up(marshal.dumps({**marshal.loads(sample), "env": {f"NAME_{i}": "v" * 40 for i in range(300)}}),
+                       2, prepare)
     null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
     copy = fcntl.fcntl(null, fcntl.F_DUPFD_CLOEXEC, 3)
     os.dup2(null, copy)

@@ -1,0 +1,86 @@
+"""The resident's two request paths side by side: the compiled one (sandbox/_zygote.c) and the
+Python one (resident.py's init), for the read-only jail and the write sandbox, beside the command
+spawned plainly (waited by pidfd, no new session: its own time), rounds interleaved.
+
+    .venv/bin/python benchmarks/bench_resident_paths.py [--rounds 100] [--gap 0.02] [--command bash|true]
+
+Each start is timed as bench_sandbox.py times it (the Bash runner's way: the wrap, the resident's
+launch, the wait for its status). `--gap`: seconds idle before each start (an agent's think time:
+this machine's idle CPUs halt, and a wake-up costs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_sandbox import DIRECT, spawn  # noqa: E402
+
+from codebelt.sandbox import Sandbox, SandboxConfig, native  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=100)
+    ap.add_argument("--gap", type=float, default=0.0)
+    ap.add_argument("--command", choices=["bash", "true"], default="bash")
+    args = ap.parse_args()
+    if not native.available():
+        raise SystemExit("the compiled request path is not built here (pip install -e . with a C compiler)")
+    argv = {"true": ["/bin/true"], "bash": ["/bin/bash", "-c", "true"]}[args.command]
+    with tempfile.TemporaryDirectory(prefix="bench-resident-paths-") as d:
+        ws, tmp = Path(d, "ws"), Path(d, "tmp")
+        ws.mkdir()
+        tmp.mkdir()
+        variants: dict[str, object] = {"plain": DIRECT}
+        sandboxes = {}
+        for path in ("native", "python"):
+            # read by codebelt when a resident starts: both of this session's start in the warm-up below
+            os.environ["CODEBELT_RESIDENT_NATIVE"] = "1" if path == "native" else "0"
+            sb = sandboxes[path] = Sandbox(config=SandboxConfig((ws,), tmp, mode="bwrap"))
+            jail, sandbox = sb.jail_wrapper([]), sb.wrapper(lambda: [])
+            for _ in range(5):
+                spawn(jail, argv, ws)
+                spawn(sandbox, argv, ws)
+            if sb._sandbox_resident is not None:
+                sb._sandbox_resident.wait_started(30)
+            for _ in range(3):
+                spawn(sandbox, argv, ws)
+            jr, sr = sb._resident, sb._sandbox_resident.current if sb._sandbox_resident else None
+            if jr is None or sr is None:
+                raise SystemExit(f"no resident here: {sb._resident_failed or (sb._sandbox_resident and sb._sandbox_resident.failed)}")
+            for r in (jr, sr):
+                if r.native != (path == "native"):
+                    raise SystemExit(f"a resident is not on the {path} path ({r.native_failed})")
+            variants[f"jail, {path}"] = jail
+            variants[f"write sandbox, {path}"] = sandbox
+        times: dict[str, list[float]] = {k: [] for k in variants}
+        try:
+            for _ in range(args.rounds):
+                for name, wrap in variants.items():
+                    if args.gap:
+                        time.sleep(args.gap)
+                    times[name].append(spawn(wrap, argv, ws))
+        finally:
+            for sb in sandboxes.values():
+                sb.close()
+    plain = statistics.median(times["plain"])
+    print(f"`{' '.join(argv)}`, {args.rounds} rounds interleaved, {args.gap} s idle before each; "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}\n")
+    print(f"{'variant':<24} {'min ms':>7} {'median ms':>10} {'p90 ms':>8} {'+plain ms':>10} {'xplain':>7}")
+    for name, ts in times.items():
+        med = statistics.median(ts)
+        p90 = statistics.quantiles(ts, n=10)[-1]
+        print(f"{name:<24} {min(ts):>7.3f} {med:>10.3f} {p90:>8.3f} {med - plain:>+10.3f} {med / plain:>6.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
