@@ -197,6 +197,40 @@ def test_a_linked_gitconfig_is_shown_filtered(how, home, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("how", ["bwrap", "bwrap-one-shot"])
+def test_the_filtered_copy_follows_the_original_and_nothing_else(how, home, tmp_path, monkeypatch):
+    """The copy is written when its text changed, not for every command (a rename over it costs a
+    flush), and whatever else changed it — in place, or by putting a link there — is undone
+    before the next command sees it."""
+    write_sandbox(how, monkeypatch)
+    ws = home / "project"
+    tmpd = tmp_path / "t"
+    tmpd.mkdir()
+    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd, mode="bwrap", name="codebelt-test"))
+
+    def name() -> str:
+        return _sandboxed(sb.wrapper(lambda: [], unasked=True), "git config --global user.name", ws).strip()
+
+    try:
+        assert name() == "Ada Example"
+        copy = sb._private / "gitconfig-0"
+        first = copy.stat().st_ino
+        assert name() == "Ada Example" and copy.stat().st_ino == first  # unchanged: not written again
+        (home / ".gitconfig").write_text(GITCONFIG.replace("Ada Example", "Bea Example"))
+        assert name() == "Bea Example"  # the original changed: so does the copy
+        text = copy.read_text()
+        with open(copy, "r+") as f:  # rewritten in place, same size
+            f.write(text.replace("Bea Example", "Mal Example"))
+        assert name() == "Bea Example"
+        elsewhere = tmp_path / "planted"
+        elsewhere.write_text(text)  # the very text, where another may change it later
+        copy.unlink()
+        copy.symlink_to(elsewhere)
+        assert name() == "Bea Example" and not copy.is_symlink()
+    finally:
+        sb.close()
+
+
+@pytest.mark.parametrize("how", ["bwrap", "bwrap-one-shot"])
 def test_a_denied_directory_above_the_gitconfig_hides_it(how, home, tmp_path, monkeypatch):
     """`Read(~/.config/**)` with git's configuration in ~/.config/git: no filtered copy is shown
     through the deny rule, and the command still runs."""

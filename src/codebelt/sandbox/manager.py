@@ -111,6 +111,20 @@ def _mtime(path: Path) -> int:
         return -1
 
 
+def _holds(path: Path, data: bytes) -> bool:
+    """Whether `path` is a regular file (not a link) holding exactly `data`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, len(data) + 1) == data
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 @dataclass(frozen=True)
 class SandboxStatus:
     active: bool
@@ -832,7 +846,9 @@ class Sandbox:
     def _gitconfig_copies(self) -> list[tuple[Path, Path]]:
         """(filtered copy, original) of the user's git configuration files, written now (they
         may change during a session) in a directory of codebelt's own that no command can write
-        (the session's TMPDIR would do, but a command could then rewrite the copy for the next)."""
+        (the session's TMPDIR would do, but a command could then rewrite the copy for the next).
+        A copy that already holds the filtered text is kept: compared byte for byte before each
+        command, so one changed by anything else is written again, as it was before."""
         out: list[tuple[Path, Path]] = []
         for original in gitconfig_paths():
             try:  # a regular file only (a FIFO would block), read bounded
@@ -849,9 +865,11 @@ class Sandbox:
                 if self._private is None:
                     self._private = Path(tempfile.mkdtemp(prefix="codebelt-private-"))
                 copy = self._private / f"gitconfig-{len(out)}"
-            tmp = copy.with_suffix(".new")
-            tmp.write_text(filtered_gitconfig(text))
-            os.replace(tmp, copy)
+            data = filtered_gitconfig(text).encode()
+            if not _holds(copy, data):  # written when it changed: a rename over it costs a flush (~1 ms on ext4)
+                tmp = copy.with_suffix(".new")
+                tmp.write_bytes(data)
+                os.replace(tmp, copy)
             # shown where the file is: a bind follows a link only inside codebelt's own view (the
             # one-shot bwrap could not create a link's absolute target in its new root, and failed)
             out.append((copy, Path(os.path.realpath(original))))
