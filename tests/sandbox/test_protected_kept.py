@@ -17,6 +17,7 @@ import pytest
 from codebelt.files.scan import shared
 from codebelt.sandbox import Sandbox, SandboxConfig
 from codebelt.sandbox import bwrap as _bwrap
+from codebelt.sandbox import protected
 from codebelt.sandbox.protected import placeholders
 
 from .test_watched import _exchange, _relink, random_change
@@ -105,8 +106,11 @@ def test_kept_protected_paths_follow_each_change(sandbox):
             ws / "real-git", ws / "home-real" / ".bashrc", ws / "home-real" / ".ssh", ws / "pkg" / ".codebelt"} <= {p for p, _ in seen}
 
 
-def test_a_kept_answer_is_reused_while_nothing_it_looked_in_changes(sandbox):
+def test_a_kept_answer_is_reused_while_nothing_it_looked_in_changes(sandbox, monkeypatch):
     sb, ws, out = sandbox
+    # codebelt's own runtime paths are looked up on the way to each sys.path entry, outside the
+    # workspace, where other tests running beside this one change things: a fixed one here
+    monkeypatch.setattr(protected, "runtime_paths", lambda: [out / "lib"])
     _write(ws / ".git" / "config")
     _write(ws / "src" / "deep" / "a.py")
     first = _compare(sb, ws)
@@ -136,3 +140,18 @@ def test_kept_protected_paths_follow_random_changes(sandbox):
             _compare(sb, ws)
         except AssertionError as e:
             raise AssertionError(f"step {step}") from e
+
+
+def test_the_runtime_part_follows_a_link_on_the_way_outside_the_workspace(sandbox, monkeypatch):
+    """A sys.path entry spelled through a link outside the workspace: retargeted into it, the
+    kept answer must make the entry read-only from the next command on."""
+    sb, ws, out = sandbox
+    (ws / "venv" / "lib").mkdir(parents=True)
+    (out / "elsewhere" / "lib").mkdir(parents=True)
+    (out / "alias").symlink_to(out / "elsewhere")
+    monkeypatch.setattr(protected, "runtime_paths", lambda: [out / "alias" / "lib"])
+    assert (ws / "venv" / "lib", "ro") not in _compare(sb, ws)
+    (out / "alias").unlink()
+    (out / "alias").symlink_to(ws / "venv")
+    found = _compare(sb, ws)
+    assert (ws / "venv" / "lib", "ro") in found and (ws / "venv", "pin") in found

@@ -126,6 +126,47 @@ def test_a_person_approved_command_keeps_what_it_made(repo):
     assert (repo / "deep" / "repo" / ".git").is_dir(), r.text
 
 
+# (label, what exists before, command: a directory above it renamed away and another put in its
+# place, the planted path that must be gone, where the original went and what it holds)
+SWAPS = [
+    ("nested repository's parent", "vendor/lib/.git/config",
+     "mv vendor v2 && git init -q vendor/lib && " + py("vendor/lib/.git/hooks/post-checkout", "#!/bin/sh"),
+     "vendor/lib/.git", "v2/lib/.git/config"),
+    ("nested repository's grandparent", "vendor/lib/.git/config",
+     "mv vendor/lib vendor/l2 && " + py("vendor/lib/.git/config", "[core] fsmonitor = id"),
+     "vendor/lib/.git", "vendor/l2/.git/config"),
+    ("nested env file's parent", "app/x/.env.production",
+     "mv app app2 && " + py("app/x/.env.production", "A=evil"), "app/x/.env.production", "app2/x/.env.production"),
+    ("nested agent settings' parent", "pkg/.claude/settings.json",
+     "mv pkg p2 && " + py("pkg/.claude/settings.json", "{}"), "pkg/.claude", "p2/.claude/settings.json"),
+    ("shell start-up's parent", "sub/.bashrc", "mv sub s2 && " + py("sub/.bashrc", "echo evil"), "sub/.bashrc",
+     "s2/.bashrc"),
+    ("submodule's directory's parent", ".git/modules/m/config",
+     "mv .git/modules .git/mods && " + py(".git/modules/m/hooks/post-checkout", "#!/bin/sh"),
+     ".git/modules/m/hooks/post-checkout", ".git/mods/m/config"),
+]
+
+
+@pytest.mark.parametrize("label,existing,command,planted,moved", SWAPS, ids=[c[0] for c in SWAPS])
+def test_one_put_in_place_of_a_protected_path_is_undone_and_the_original_kept(repo, label, existing, command,
+                                                                               planted, moved):
+    """What is new is an object that was at no guarded path before: the one planted where the
+    original was is removed, and the original, carried along by the rename, is the user's."""
+    original = repo / existing
+    original.parent.mkdir(parents=True, exist_ok=True)
+    if existing.endswith(".git/config") and existing != ".git/modules/m/config":
+        subprocess.run(["git", "init", "-q", str(original.parent.parent)], check=True)
+    else:
+        original.write_text("original\n")
+    text = original.read_text()
+    with sandboxed(repo) as s:
+        result = s.call("Bash", {"command": command})
+    assert "Permission to use Bash" not in result.text, result.text
+    assert not os.path.lexists(repo / planted), f"{label}: {planted} kept after {command!r}\n{result.text}"
+    assert "Removed" in result.text, result.text
+    assert (repo / moved).read_text() == text, f"{label}: the original was not kept at {moved}\n{result.text}"
+
+
 EXISTING = [".vscode/tasks.json", ".gitmodules", "sub/.bashrc", "crate/.cargo/config.toml"]
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from codebelt.sandbox import Sandbox
 from codebelt.sandbox.protected import protected_paths, protection_gap
 
 from ..sandbox.conftest import backend_unusable
@@ -50,8 +51,40 @@ def test_a_sys_path_directory_in_the_workspace_is_read_only_in_the_sandbox(entry
     ws = tmp_path / "ws"
     (ws / entry).mkdir(parents=True)
     monkeypatch.setattr(sys, "path", [*sys.path, str(ws / entry)])
-    assert (ws / entry, "ro") in protected_paths(ws, (ws,))
+    found = protected_paths(ws, (ws,))
+    assert (ws / entry, "ro") in found
+    # every directory between the root and it pinned: renamed away, it would take the bind along
+    between = [up for up in reversed((ws / entry).parents) if ws in up.parents]
+    assert [p for p, kind in found if kind == "pin" and p in between] == between
     assert protection_gap(ws) is None
+
+
+def test_an_entry_spelled_through_a_link_outside_is_protected_where_it_lies(tmp_path, monkeypatch):
+    """`/home` a link to `/data`: the workspace is its real path, sys.path spells it through the
+    link; the entry lies in the workspace all the same."""
+    ws = tmp_path / "ws"
+    (ws / "venv" / "lib").mkdir(parents=True)
+    (tmp_path / "alias").symlink_to(ws)
+    monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path / "alias" / "venv" / "lib")])
+    found = protected_paths(ws, (ws,))
+    assert (ws / "venv" / "lib", "ro") in found and (ws / "venv", "pin") in found
+    assert protection_gap(ws) is None
+
+
+def test_an_entry_on_sys_path_and_below_another_stays_read_only(tmp_path, monkeypatch):
+    ws = tmp_path / "ws"
+    (ws / "a" / "b").mkdir(parents=True)
+    monkeypatch.setattr(sys, "path", [*sys.path, str(ws / "a" / "b"), str(ws / "a")])
+    found = protected_paths(ws, (ws,))
+    assert (ws / "a", "ro") in found and (ws / "a" / "b", "ro") in found and (ws / "a", "pin") not in found
+
+
+def test_an_entry_that_does_not_exist_in_the_workspace_cannot_be_protected(tmp_path, monkeypatch):
+    """Nothing there to bind: a command could create it (a directory, or a zip archive)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    monkeypatch.setattr(sys, "path", [*sys.path, str(ws / "lib" / "python311.zip")])
+    assert "does not exist" in (protection_gap(ws) or "")
 
 
 def test_a_workspace_on_sys_path_itself_cannot_be_protected_so_commands_ask(tmp_path, monkeypatch):
@@ -74,10 +107,12 @@ def test_a_sys_path_entry_through_a_link_in_the_workspace_cannot_be_protected(tm
     assert "link" in (protection_gap(ws) or "")
 
 
-def test_a_sandboxed_command_cannot_plant_a_module_where_codebelt_imports_from(make_session, ws, monkeypatch):
+@pytest.mark.parametrize("how", ["resident", "one-shot"])
+def test_a_sandboxed_command_cannot_plant_a_module_where_codebelt_imports_from(how, make_session, ws, monkeypatch):
     why = backend_unusable("bwrap")
     if why:
         pytest.skip(why)
+    monkeypatch.setattr(Sandbox, "resident_sandbox", "now" if how == "resident" else False)
     lib = ws / "venv" / "lib" / "python3.11" / "site-packages"
     lib.mkdir(parents=True)
     (ws / "venv" / "bin").mkdir()
@@ -86,9 +121,22 @@ def test_a_sandboxed_command_cannot_plant_a_module_where_codebelt_imports_from(m
     assert control.data["exitCode"] == 0 and (ws / "venv" / "ok.txt").exists()
     monkeypatch.setattr(sys, "path", [*sys.path, str(lib)])
     monkeypatch.setattr(sys, "prefix", str(ws / "venv"))
+    (ws / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    before = {p: p.stat().st_ino for p in (lib, ws / "venv" / "bin", ws / "venv" / "pyvenv.cfg")}
+    plant = "mkdir -p venv/lib/python3.11/site-packages venv/bin && echo 'import os' > venv/lib/python3.11/site-packages/pypdf.py"
     for command in ("echo 'import os' > venv/lib/python3.11/site-packages/pypdf.py",
                     "echo 'import os' > venv/lib/python3.11/site-packages/evil.pth",
-                    "printf '#!/bin/sh\\n' > venv/bin/codebelt"):
+                    "printf '#!/bin/sh\\n' > venv/bin/codebelt",
+                    "echo 'home = /tmp' > venv/pyvenv.cfg",
+                    # a directory above renamed away, and another made in its place
+                    f"mv venv venv-old; {plant}",
+                    f"mv venv/lib venv/lib-old; {plant}",
+                    f"mv venv/lib/python3.11 venv/lib/py; {plant}",
+                    "mv venv/bin venv/b; mkdir venv/bin && printf '#!/bin/sh\\n' > venv/bin/codebelt",
+                    "mv venv/pyvenv.cfg venv/old.cfg; echo 'home = /tmp' > venv/pyvenv.cfg",
+                    "rm -rf venv; mkdir -p venv/lib/python3.11/site-packages && echo 'import os' > venv/lib/python3.11/site-packages/pypdf.py"):
         r = s.call("Bash", {"command": command})
         assert r.data["exitCode"] != 0, command
     assert sorted(p.name for p in lib.iterdir()) == [] and not (ws / "venv" / "bin" / "codebelt").exists()
+    assert {p: p.stat().st_ino for p in before} == before  # each still the one it was
+    assert (ws / "venv" / "pyvenv.cfg").read_text() == "home = /usr/bin\n"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .config import SandboxConfig
 from .jail import mask_args
-from .protected import protected_paths
+from .protected import in_mount_order, protected_paths
 
 DEFAULT_PATHS = ("/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap")
 
@@ -30,7 +30,7 @@ def find_bwrap() -> str | None:
 
 def protected_binds(config: SandboxConfig) -> list[tuple[Path, str]]:
     """The protected paths of every writable root as they are now, in mount order."""
-    return [pk for root in config.writable_roots for pk in protected_paths(root, config.writable)]
+    return in_mount_order([pk for root in config.writable_roots for pk in protected_paths(root, config.writable)])
 
 
 def sandbox_args(config: SandboxConfig, cwd: Path, protect: bool = True,

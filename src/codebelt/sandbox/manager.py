@@ -584,10 +584,16 @@ class Sandbox:
 
         def lookup(consult) -> list[tuple[Path, str]]:
             return [pk for root, nested in zip(c.writable_roots, found)
-                    for pk in protected.protected_paths(root, c.writable, consult, list(nested))]
+                    for pk in protected.protected_paths(root, c.writable, consult, list(nested), runtime=False)]
 
-        key = ("protected", c.writable_roots, c.writable, found, tuple(sys.path), sys.prefix)
-        return list(self._lookups.get(key, lookup))
+        def runtime(consult) -> list[tuple[Path, str]]:
+            return [pk for root in c.writable_roots for pk in protected.runtime_protected(root, c.writable, consult)]
+
+        # kept apart: codebelt's runtime paths depend on directories outside the workspace (the
+        # home directory on the way to a user's environment) that change apart from it
+        workspace = self._lookups.get(("protected", c.writable_roots, c.writable, found), lookup)
+        own = self._lookups.get(("runtime", c.writable_roots, c.writable, tuple(sys.path), sys.prefix), runtime)
+        return protected.in_mount_order([*workspace, *own])
 
     def _credentials(self) -> list[Path]:
         """The user's credential files (credentials.py), kept like the PATH directories."""

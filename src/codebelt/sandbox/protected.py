@@ -103,7 +103,9 @@ def _git_paths(git: Path, look: Consult) -> tuple[list[Path], list[Path]]:
         with os.scandir(modules or git / "modules") as mods:
             for m in mods:
                 if m.is_dir(follow_symlinks=False):
-                    ro += [Path(m.path) / "hooks", Path(m.path) / "config"]
+                    # all that a submodule's directory has its creation undone for: as mount
+                    # points none can be removed, so none's inode number can pass to a new one
+                    ro += [Path(m.path) / "hooks", *(Path(m.path) / f for f in (*GIT_PROTECTED_FILES, *GIT_EXTRA_FILES))]
     except OSError:
         pass
     return [git], ro
@@ -145,8 +147,54 @@ def runtime_paths() -> list[Path]:
     return out + [prefix / "bin", prefix / "pyvenv.cfg"]
 
 
-def _runtime_in(root: Path) -> list[Path]:
-    return [p for p in runtime_paths() if root in p.parents]
+def _runtime_in(root: Path, look: "Consult") -> tuple[list[Path], list[Path]]:
+    """(directories to pin, paths to make read-only): the runtime paths that lie in `root` once
+    resolved (one spelled through a link outside, `/home` a link to `/data`, lies there too),
+    and every directory between the root and each, pinned: a read-only bind goes along with a
+    directory renamed above it (`mv venv v && mkdir -p venv/lib/...` would put another in its
+    place)."""
+    pins: list[Path] = []
+    ro: list[Path] = []
+    for p in runtime_paths():
+        found = resolved_outside(str(p), (), directory=False, consult=look)
+        if found is None or root not in Path(found).parents:
+            continue
+        real = Path(found)
+        ro.append(real)
+        pins += [up for up in reversed(real.parents) if root in up.parents]
+    return pins, ro
+
+
+def _link_within(path: str, root: str) -> str | None:
+    """The first link that resolving `path` follows (as the kernel does, one component at a
+    time, a link's target walked in its place) that lies in `root`, or None."""
+    todo = path.split("/")[::-1]
+    here = ""
+    links = 0
+    while todo:
+        name = todo.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            here = here.rpartition("/")[0]
+            continue
+        step = f"{here}/{name}"
+        try:
+            if not stat.S_ISLNK(os.lstat(step).st_mode):
+                here = step
+                continue
+            target = os.readlink(step)
+        except OSError:
+            return None  # not there: no link further on
+        if step.startswith(root.rstrip("/") + "/"):
+            return step
+        links += 1
+        if links > 40 or not target:
+            return None
+        if target.startswith("/"):
+            here = ""
+        todo.extend(target.split("/")[::-1])
+    return None
 
 
 def protection_gap(root: Path) -> str | None:
@@ -156,15 +204,21 @@ def protection_gap(root: Path) -> str | None:
     must ask instead."""
     real = Path(os.path.realpath(root))
     for p in runtime_paths():
-        found = os.path.realpath(p)
-        if Path(found) == real:
+        found = Path(os.path.realpath(p))
+        if found == real:
             return (f"codebelt looks for the modules it imports in {root} itself (it is on sys.path), "
                     "where a command could plant one: start codebelt from outside the workspace")
-        if root in p.parents and found != str(p):
+        link = _link_within(str(p), str(real))
+        if link is not None:
             # a read-only bind lands on the link's target; the link itself, in a directory a
             # command may write, could be replaced by a directory of the command's
-            return (f"codebelt looks for the modules it imports in {p}, reached through a link inside "
-                    f"{root} that a command could replace")
+            return (f"codebelt looks for the modules it imports in {p}, reached through a link at {link} "
+                    f"inside {root} that a command could replace")
+        if real in found.parents and not os.path.lexists(found):
+            # nothing there to bind read-only: a command could create it (a directory, or the
+            # zip archive a sys.path entry may name) with modules in it
+            return (f"codebelt looks for the modules it imports in {p}, which does not exist in {root}: "
+                    "a command could create it")
     snap = shared(root).snapshot(FRESH_S)
     if not snap.complete:
         return f"protected paths (nested .git, .claude, .env) could not all be found: {snap.reason}"
@@ -176,13 +230,13 @@ def protection_gap(root: Path) -> str | None:
 
 
 def protected_paths(root: Path, writable: tuple[Path, ...], consult: "Consult | None" = None,
-                    nested: "list[Path] | None" = None) -> list[tuple[Path, str]]:
+                    nested: "list[Path] | None" = None, runtime: bool = True) -> list[tuple[Path, str]]:
     """Protected paths under `root` that exist and lie inside a writable tree, in mount order:
     ("pin", dir) binds a directory onto itself so it becomes a mount point — it can then not be
     renamed or replaced (`mv .git .g && cp -a .g .git` fails) — and ("ro", path) re-binds a path
     read-only (codebelt's own code among them: `runtime_paths`). Symlinks are resolved so a bind lands on what the link points at. `consult`: told
     each directory the answer depends on before it is looked in; `nested`: `nested(root)`, when
-    the caller has it."""
+    the caller has it. `runtime`: with codebelt's own runtime paths (`runtime_protected`)."""
     look = consult or _ignore
     pins: list[Path] = []
     ro: list[Path] = [root / name for name in PROTECTED_DIRS]
@@ -204,23 +258,39 @@ def protected_paths(root: Path, writable: tuple[Path, ...], consult: "Consult | 
         pass
     ro += [p for p in nested if p.name != ".git"]
     ro += _home_config(root, look)
-    ro += _runtime_in(root)
-    out: list[tuple[Path, str]] = []
-    seen: set[Path] = set()
+    if runtime:
+        more_pins, more_ro = _runtime_in(root, look)
+        pins += more_pins
+        ro += more_ro
+    return _resolved(writable, pins, ro, look)
+
+
+def runtime_protected(root: Path, writable: tuple[Path, ...], consult: "Consult | None" = None) -> list[tuple[Path, str]]:
+    """The part of `protected_paths` that is codebelt's own runtime paths (kept apart: what it
+    depends on, the directories on the way to each sys.path entry, changes apart from the
+    workspace)."""
+    look = consult or _ignore
+    return _resolved(writable, *_runtime_in(root, look), look)
+
+
+def in_mount_order(found: "list[tuple[Path, str]]") -> list[tuple[Path, str]]:
+    """Several lists of `protected_paths` as one: the pins first, then the read-only paths; a
+    path both pinned and read-only is read-only (that makes it a mount point too)."""
+    ro = {p for p, kind in found if kind == "ro"}
+    pins = {p: None for p, kind in found if kind == "pin" and p not in ro}
+    return [(p, "pin") for p in pins] + [(p, "ro") for p in dict.fromkeys(p for p, kind in found if kind == "ro")]
+
+
+def _resolved(writable: tuple[Path, ...], pins: list[Path], ro: list[Path], look: Consult) -> list[tuple[Path, str]]:
+    found: list[tuple[Path, str]] = []
     for kind, paths in (("pin", pins), ("ro", ro)):
         for p in paths:
             # as the kernel resolves it, each directory on the way consulted: None when it (or a
             # link's target) does not exist
-            found = resolved_outside(str(p), (), directory=False, consult=look)
-            if found is None:
-                continue
-            real = Path(found)
-            if real in seen:
-                continue
-            if any(real == w or w in real.parents for w in writable):
-                seen.add(real)
-                out.append((real, kind))
-    return out
+            real = resolved_outside(str(p), (), directory=False, consult=look)
+            if real is not None and any(Path(real) == w or w in Path(real).parents for w in writable):
+                found.append((Path(real), kind))
+    return in_mount_order(found)
 
 
 def nested(root: Path) -> list[Path]:
@@ -256,36 +326,45 @@ def _is_module_dir(rel: str) -> bool:
     return len(parts) >= 3 and parts[-2] == "modules" and ".git" in parts[:-2]
 
 
-def _guarded_in(snap: Snapshot, rel: str, d: Dir) -> tuple[tuple[Path, str], ...]:
-    """(path, kind) of what in one directory has its creation undone (`_guarded_of`)."""
-    out: list[tuple[Path, str]] = []
+# what a guarded path holds: its kind (DIR, FILE, LINK, OTHER) and the (st_dev, inode) of the
+# object there — a directory renamed above it takes the object along, and another put in its
+# place is another object
+Guarded = tuple[str, tuple[int, int]]
+
+
+def _guarded_in(snap: Snapshot, rel: str, d: Dir) -> tuple[tuple[Path, Guarded], ...]:
+    """(path, (kind, identity)) of what in one directory has its creation undone (`_guarded_of`)."""
+    out: list[tuple[Path, Guarded]] = []
     if not _inside_git(rel):
         for n in _notable_in(d):
             if not rel and n in PROTECTED_DIRS:
                 continue  # read-only mounts, made as placeholders when missing: nothing gets in
-            out.append((snap.path(rel, n), d.kinds[d.names.index(n)]))
+            i = d.names.index(n)
+            out.append((snap.path(rel, n), (d.kinds[i], (d.dev, d.inos[i]))))
         return tuple(out)
     last = rel.rsplit("/", 1)[-1]
     if last == ".git" or _is_module_dir(rel):
-        out += [(snap.path(rel, n), k) for n, k in zip(d.names, d.kinds) if n in GIT_NEW_FILES]
+        keep = lambda n: n in GIT_NEW_FILES  # noqa: E731
     elif last == "hooks" and _is_module_dir(rel.rsplit("/", 1)[0]):
-        out += [(snap.path(rel, n), k) for n, k in zip(d.names, d.kinds) if not n.endswith(".sample")]
-    return tuple(out)
+        keep = lambda n: not n.endswith(".sample")  # noqa: E731
+    else:
+        return ()
+    return tuple((snap.path(rel, n), (k, (d.dev, ino))) for n, k, ino in zip(d.names, d.kinds, d.inos) if keep(n))
 
 
 _GUARDED = PerDirectory(_guarded_in)
 
 
-def _guarded_of(snap: Snapshot) -> dict[Path, str]:
-    """Path → kind (DIR, FILE, LINK, OTHER) of everything whose creation is undone: `.git`,
-    `.claude`, `.codebelt` and `.env*` at any depth; in every git directory (and submodule's),
-    `config`, `commondir`, `config.worktree`; hooks of submodules that are not samples."""
-    return {p: k for found in _GUARDED.of(snap).values() for p, k in found}
+def _guarded_of(snap: Snapshot) -> dict[Path, Guarded]:
+    """Path → (kind, identity) of everything whose creation is undone: `.git`, `.claude`,
+    `.codebelt` and `.env*` at any depth; in every git directory (and submodule's), `config`,
+    `commondir`, `config.worktree`; hooks of submodules that are not samples."""
+    return {p: g for found in _GUARDED.of(snap).values() for p, g in found}
 
 
-def guarded(roots: tuple[Path, ...] | list[Path]) -> dict[Path, str]:
+def guarded(roots: tuple[Path, ...] | list[Path]) -> dict[Path, Guarded]:
     """What exists now among the paths whose creation is undone (a fresh walk of each root)."""
-    out: dict[Path, str] = {}
+    out: dict[Path, Guarded] = {}
     for root in roots:
         out.update(_guarded_of(shared(root).snapshot()))
     return out
@@ -311,18 +390,22 @@ def _why(path: Path, roots) -> str:
     return WHY_REMOVED[".git"]
 
 
-def undo_creations(before: dict[Path, str], roots: tuple[Path, ...] | list[Path]) -> list[tuple[Path, str]]:
+def undo_creations(before: dict[Path, Guarded], roots: tuple[Path, ...] | list[Path]) -> list[tuple[Path, str]]:
     """Remove what appeared among the guarded paths since `before`; returns (path, why) for
-    each. A new `.env*` directory (a virtualenv named `.env`) is left alone; everything else is
-    removed — files and links unlinked, directories removed with their contents — through
-    descriptors opened without following symlinks."""
+    each. New means an object that was at no guarded path before, wherever it is now: one put
+    where another was (`mv vendor v2 && git init vendor/lib`, hooks and all) is new, and the one
+    that was there, moved along with a directory above it, is not (it is the user's: removing it
+    would lose a repository). A new `.env*` directory (a virtualenv named `.env`) is left alone;
+    everything else is removed — files and links unlinked, directories removed with their
+    contents — through descriptors opened without following symlinks."""
     after = guarded(roots)
+    known = {ident for _kind, ident in before.values()}
     removed: list[tuple[Path, str]] = []
     gone: list[Path] = []
-    for p in sorted(set(after) - set(before), key=lambda q: len(q.parts)):
+    for p in sorted((q for q, (_k, ident) in after.items() if ident not in known), key=lambda q: len(q.parts)):
         if any(g in p.parents for g in gone):
             continue  # inside a directory already removed
-        kind = after[p]
+        kind = after[p][0]
         if kind == DIR and p.name.startswith(".env"):
             continue
         if _remove(p, kind, roots):

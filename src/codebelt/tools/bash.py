@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import ShellError
 from ..permissions.requests import CommandRequest
-from ..sandbox.protected import guarded, undo_creations
+from ..sandbox.protected import Guarded, guarded, undo_creations
 from ..shell.analysis.parse import Script, parse
 from ..shell.analysis.patch_call import PatchInvocation, find_invocation
 from ..shell.execution.cwd import OUTSIDE, ShellCwd
@@ -137,7 +137,7 @@ def _patch_base(inv: PatchInvocation, cwd: Path, ctx: ToolContext) -> Path:
 
 
 # -- result shaping -------------------------------------------------------------------------------
-def _guarded_before(ctx: ToolContext) -> dict[Path, str] | None:
+def _guarded_before(ctx: ToolContext) -> "dict[Path, Guarded] | None":
     """For a command auto-allowed because the sandbox contains it: what exists of the paths it
     may not create (`.env*`, `.git` internals and gitfiles, nested agent settings), which the
     sandbox cannot protect before they exist; what it creates is removed afterwards. None
@@ -148,7 +148,7 @@ def _guarded_before(ctx: ToolContext) -> dict[Path, str] | None:
     return guarded(ctx.workspace.roots)
 
 
-def _undo_note(ctx: ToolContext, before: dict[Path, str] | None) -> str | None:
+def _undo_note(ctx: ToolContext, before: "dict[Path, Guarded] | None") -> str | None:
     if before is None:
         return None
     removed = undo_creations(before, ctx.workspace.roots)
@@ -159,7 +159,7 @@ def _undo_note(ctx: ToolContext, before: dict[Path, str] | None) -> str | None:
             "Write a file with the Write tool, which asks, or ask the user to run the command.")
 
 
-def _undo_at_exit(ctx: ToolContext, proc: ShellProcess, before: dict[Path, str] | None) -> None:
+def _undo_at_exit(ctx: ToolContext, proc: ShellProcess, before: "dict[Path, Guarded] | None") -> None:
     """The same for a command that goes on in the background: undone when it ends, and said in
     the next result."""
     if before is None:
@@ -491,7 +491,7 @@ class Bash(Tool):
 
     def _finished(self, params: BashInput, ctx: ToolContext, proc: ShellProcess, timeout_ms: int,
                   cwd_service: ShellCwd, cwd_note: str | None, oom_before: int = 0,
-                  jailed: bool = False, env_before: dict[Path, str] | None = None, attachment: Any = None) -> ToolResult:
+                  jailed: bool = False, env_before: "dict[Path, Guarded] | None" = None, attachment: Any = None) -> ToolResult:
         out = proc.outcome
         assert out is not None
         before, _ = cwd_service.current(consume=False)
