@@ -189,6 +189,24 @@ def test_a_root_holding_the_home_directory_binds_its_configuration_read_only(tmp
         (home / rel).write_text("x")
     monkeypatch.setenv("HOME", str(home))
     for root in (home, tmp_path):
-        ro = {p for p, kind in protected_paths(root, (root,)) if kind == "ro"}
+        found = protected_paths(root, (root,))
+        ro = {p for p, kind in found if kind == "ro"}
         assert {home / ".bashrc", home / ".ssh", home / ".local", home / "bin"} <= ro
         assert home / "work" not in ro
+        # held in place: renamed away, the home directory would take the binds along
+        assert ((home, "pin") in found) == (root != home)
+
+
+def test_the_home_directory_in_a_root_cannot_be_renamed_away(tmp_path, monkeypatch):
+    """`mv home home2 && mkdir -p home/.ssh`: the binds go with the renamed directory, and the
+    command's own `.ssh` (not a name whose creation is undone) would be the user's from then on."""
+    root = tmp_path / "root"
+    home = root / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "config").write_text("original\n")
+    monkeypatch.setenv("HOME", str(home))
+    with sandboxed(root) as s:
+        r = s.call("Bash", {"command": "mv home home2; " + py("home/.ssh/authorized_keys", "ssh-ed25519 evil")})
+    assert "Permission to use Bash" not in r.text, r.text
+    assert not (home / ".ssh" / "authorized_keys").exists() and not (root / "home2").exists(), r.text
+    assert (home / ".ssh" / "config").read_text() == "original\n"

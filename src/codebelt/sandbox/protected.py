@@ -257,7 +257,9 @@ def protected_paths(root: Path, writable: tuple[Path, ...], consult: "Consult | 
     except OSError:
         pass
     ro += [p for p in nested if p.name != ".git"]
-    ro += _home_config(root, look)
+    home_pins, home_ro = _home_config(root, look)
+    pins += home_pins
+    ro += home_ro
     if runtime:
         more_pins, more_ro = _runtime_in(root, look)
         pins += more_pins
@@ -299,20 +301,24 @@ def nested(root: Path) -> list[Path]:
     return _nested(root)
 
 
-def _home_config(root: Path, look: Consult) -> list[Path]:
-    """A root that holds the home directory (`--root ~`): the home directory's dot entries and
-    ~/bin configure every program the user runs (shell start-up, ~/.ssh, ~/.config, ~/.local/bin)."""
+def _home_config(root: Path, look: Consult) -> tuple[list[Path], list[Path]]:
+    """(directories to pin, paths to make read-only) of a root that holds the home directory
+    (`--root ~`): the home directory's dot entries and ~/bin configure every program the user
+    runs (shell start-up, ~/.ssh, ~/.config, ~/.local/bin). The home directory and each one
+    between it and the root are pinned: renamed away, the home would take its binds along and
+    leave its name to one of the command's."""
     found = _listed(os.path.expanduser("~"), look)
     if found is None:
-        return []
+        return [], []
     home = Path(found)
     if home == Path("/") or not (home == root or root in home.parents):
-        return []
+        return [], []
+    pins = [up for up in (*reversed(home.parents), home) if root in up.parents]
     try:
         with os.scandir(home) as entries:
-            return [home / e.name for e in entries if e.name.startswith(".") or e.name == "bin"]
+            return pins, [home / e.name for e in entries if e.name.startswith(".") or e.name == "bin"]
     except OSError:
-        return []
+        return pins, []
 
 
 # -- creations a command that runs unasked may not make -----------------------------------------
