@@ -11,7 +11,7 @@ Aims: < 10 ms added with Landlock, < 30 ms with bwrap; <= 2 ms for the jail star
 resident.
 
     .venv/bin/python benchmarks/bench_sandbox.py [--rounds 200] [--command true|bash|ls] [--masked] [--gap 0.02]
-    .venv/bin/python benchmarks/bench_sandbox.py --tool [--rounds 200]
+    .venv/bin/python benchmarks/bench_sandbox.py --tool [--rounds 200] [--gap 0.2]
 
 `jail-bwrap` is the jail as the Bash runner starts it now (in the session's resident jail,
 resident.py); `jail-bwrap-one-shot` builds the same jail for each command (the fallback, and what
@@ -97,11 +97,12 @@ DEVNULL_FD = os.open(os.devnull, os.O_WRONLY)
 DIRECT = "direct"
 
 
-def tool_rows(rounds: int) -> int:
+def tool_rows(rounds: int, gap: float = 0.0) -> int:
     """What an agent waits for: the Bash tool end to end (permission check, spawn, result) — an
     auto-allowed read-only `true` in the jail, with the jail off (the write sandbox), with no
     sandbox at all, an auto-allowed `touch` in the write sandbox — against a raw `bash -c true`,
-    interleaved."""
+    interleaved. `gap`: seconds idle before each call (an agent's think time is seconds: a
+    resident's next command starter is ready, and idle CPUs have halted)."""
     from codebelt import Session
 
     def session(ws: Path, **sandbox) -> Session:
@@ -133,6 +134,8 @@ def tool_rows(rounds: int) -> int:
                     sess.sandbox()._sandbox_resident.wait_started(30)
             for _ in range(rounds):
                 for name, fn in rows.items():
+                    if gap:
+                        time.sleep(gap)
                     t0 = time.perf_counter()
                     fn()
                     times[name].append((time.perf_counter() - t0) * 1000)
@@ -140,7 +143,8 @@ def tool_rows(rounds: int) -> int:
             for sess in (jailed, unjailed, bare, one_shot):
                 sess.close()
     base = statistics.median(times["bash -c true (raw)"])
-    print(f"\nThe Bash tool end to end, {rounds} rounds, interleaved; {os.cpu_count()} CPUs\n")
+    print(f"\nThe Bash tool end to end, {rounds} rounds, interleaved, {gap} s idle before each call; "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}\n")
     print(f"{'row':<31} {'min ms':>7} {'median ms':>10} {'p90 ms':>8} {'ratio':>6}")
     for name, ts in times.items():
         med = statistics.median(ts)
@@ -167,7 +171,7 @@ def main() -> int:
                     help="seconds idle before each timed start (an agent's think time: idle CPUs halt)")
     args = ap.parse_args()
     if args.tool:
-        return tool_rows(args.rounds)
+        return tool_rows(args.rounds, args.gap)
     argv = {"true": ["/bin/true"], "bash": ["/bin/bash", "-c", "true"], "ls": ["/bin/bash", "-c", "ls -la"]}[args.command]
 
     with tempfile.TemporaryDirectory(prefix="bench-sandbox-") as d:
