@@ -226,7 +226,9 @@ def test_a_helper_cannot_signal_or_trace_its_reaper(ws, tmpd):
             while _state(helper) != "T" and time.monotonic() < deadline:
                 time.sleep(0.02)
             assert _state(helper) == "T"
-            assert [_state(proc.pid), _state(watcher)] == ["S", "S"], "the reaper or its watcher was stopped or killed"
+            # alive and not stopped: sleeping, or running on a busy machine (state R)
+            states = [_state(proc.pid), _state(watcher)]
+            assert all(s in ("S", "R", "D") for s in states), f"the reaper or its watcher was stopped or killed: {states}"
             end_tree(proc.pid)
             assert proc.wait(10) == -signal.SIGKILL, proc.stderr.read()  # the helper's status: killed by its reaper
             assert _pipe_ends(proc.stdout, 10)
