@@ -403,7 +403,7 @@ class Sandbox:
         def start():
             argv = _rs.start_argv(self.bwrap_path or "bwrap", self.config, STAGE_PYTHON, resident_source())
             resident = ResidentJail(argv, {"PATH": os.defpath, "LANG": "C.UTF-8"},
-                                    self._preexec(pairs, None, install), Path("/"),
+                                    self._preexec(pairs, None, install), Path("/"), _rs.prepared(self.config.network),
                                     native=_native.open_extension(self.config.writable))
             # `true` through a command's whole set-up: where a step of it is refused here (a pty
             # instance, a second /proc), every command would fail; the one-shot argv runs them

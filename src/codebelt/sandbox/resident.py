@@ -303,7 +303,8 @@ def warm_up(layer, prepare):
     if NATIVE is not None:
         # a request's environment is most of it: a sample of a few hundred entries touches the
         # pages a real one's objects will take
-        NATIVE.warm_up(marshal.dumps({**marshal.loads(sample), "env": {f"NAME_{i}": "v" * 40 for i in range(300)}}),
+        NATIVE.warm_up(marshal.dumps({**marshal.loads(sample), "env": {f"NAME_{i}": "v" * 40 for i in range(300)},
+                                      **{k: prepare[k] for k in ("tmpfs", "abi", "writable") if k in prepare}}),
                        2, prepare)
     null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
     copy = fcntl.fcntl(null, fcntl.F_DUPFD_CLOEXEC, 3)

@@ -11,8 +11,9 @@ writable roots and the session's TMPDIR bound read-write, its own pid and IPC na
 network namespace when the network is off, no terminal — plus the session's limits, cgroups and
 seccomp filter (inherited by every command), keeping only CAP_SYS_ADMIN and CAP_SETPCAP.
 
-Per command, in a new pid, mount and IPC namespace of its own, built as it starts
-(`command_request`), in bwrap's order: a fresh /dev/shm, /dev read-only (the one-shot's /dev is a
+Per command, in a new pid, mount and IPC namespace of its own (and network namespace, with the
+network off), the namespaces and a fresh /dev/shm made by its zygote before the request
+(`prepared`), then as it starts (`command_request`), in bwrap's order: /dev read-only (the one-shot's /dev is a
 tmpfs thrown away with it; here one /dev serves every command, so nothing may be left in it), a
 pty instance of its own at /dev/pts, the protected paths as they are now (pinned, then
 read-only: one made since the resident started is covered like any other), the Read-deny and
@@ -70,12 +71,20 @@ def command_mounts(binds: list[tuple[Path, str]], masked: "list[Path] | tuple[Pa
     return ops
 
 
+def prepared(network: bool) -> dict:
+    """What every command's request asks for besides its mounts (`command_request`), set up by
+    each zygote before its request (resident.get_ready): its /dev/shm mounted, its IPC namespace
+    and (network off) its network namespace made with it, the loopback up — an unshare of a
+    network namespace on the request's path cost more than the rest of its set-up."""
+    return {"tmpfs": ["/dev/shm"], "abi": 0, "writable": [], "ipc": True, "net": not network}
+
+
 def command_request(argv: list[str], env: dict, cwd: Path, binds: list[tuple[Path, str]],
                     masked: "list[Path] | tuple[Path, ...]", overlays, network: bool,
                     writable: "tuple[Path, ...]" = ()) -> dict:
     return {
-        "argv": argv, "env": env, "cwd": str(cwd), "tmpfs": ["/dev/shm"], "abi": 0, "writable": [],
-        "masks": [], "mounts": command_mounts(binds, masked, overlays, writable), "ipc": True, "net": not network,
+        "argv": argv, "env": env, "cwd": str(cwd), **prepared(network), "masks": [],
+        "mounts": command_mounts(binds, masked, overlays, writable),
     }
 
 
