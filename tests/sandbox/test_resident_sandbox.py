@@ -18,20 +18,30 @@ from pathlib import Path
 import pytest
 
 from codebelt import Session
-from codebelt.sandbox import Sandbox, SandboxConfig, native
+from codebelt.sandbox import Sandbox, SandboxConfig, native, residency
 
 from .conftest import backend_unusable, host_processes_with, sandbox_name, spawn
 
 
-@pytest.fixture(params=["native", "python"])
+@pytest.fixture(params=["native", "python", "native-unprepared", "python-unprepared"])
 def resident(request, ws: Path, tmpd: Path, monkeypatch):
-    """On both request paths: the compiled one (_zygote.c) and resident.py's Python one."""
+    """On both request paths: the compiled one (_zygote.c) and resident.py's Python one; and
+    with zygotes that prepared nothing (each command's /dev/shm and namespaces then made when its
+    request arrives: what a request unlike the prepared one gets)."""
     why = backend_unusable("bwrap")
     if why:
         pytest.skip(f"bwrap cannot work here: {why}")
-    if request.param == "native" and not native.available():
+    path, _, unprepared = request.param.partition("-")
+    if path == "native" and not native.available():
         pytest.skip("the compiled request path is not built here")
-    monkeypatch.setenv("CODEBELT_RESIDENT_NATIVE", "1" if request.param == "native" else "0")
+    monkeypatch.setenv("CODEBELT_RESIDENT_NATIVE", "1" if path == "native" else "0")
+    if unprepared:
+        original = residency.ResidentJail.__init__
+
+        def start(self, argv, env, preexec, cwd, prepare=None, native=None):
+            original(self, argv, env, preexec, cwd, None, native)
+
+        monkeypatch.setattr(residency.ResidentJail, "__init__", start)
     monkeypatch.setattr(Sandbox, "resident_sandbox", "now")  # every command in it, the first included
     sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode="bwrap", name=sandbox_name()))
     yield sb
