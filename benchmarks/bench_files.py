@@ -1,5 +1,7 @@
 """File tools benchmark: deep page of a ~500 MB file, cached second page, one-line Edit of a
-50 MB file, and `codebelt call Read` cold start — each next to its shell baseline, in one run.
+50 MB file, and `codebelt call Read` cold start — each next to its shell baseline, in one run,
+the two sides in turn. Every baseline process is waited exactly (exact.py: woken by its exit,
+not by a poll that sees it up to 50 ms late).
 
     .venv/bin/python benchmarks/bench_files.py [--quick]
     .venv/bin/python benchmarks/bench_files.py --open-path --before REF [--runs 5]
@@ -29,6 +31,8 @@ import sysconfig
 import tempfile
 import time
 from pathlib import Path
+
+import exact
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / ".corpus"
@@ -64,11 +68,15 @@ def best(fn, runs: int) -> float:
 
 
 def tail_head(path: Path, start: int, count: int) -> bytes:
+    """`tail -n +START | head -n COUNT` as a shell runs it: our ends of the pipe closed once both
+    are started (so `tail` is stopped by SIGPIPE as soon as `head` ends), both waited exactly."""
     tail = subprocess.Popen(["tail", "-n", f"+{start}", str(path)], stdout=subprocess.PIPE, start_new_session=True)
-    head = subprocess.run(["head", "-n", str(count)], stdin=tail.stdout, capture_output=True, timeout=120)
+    head = subprocess.Popen(["head", "-n", str(count)], stdin=tail.stdout, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
     tail.stdout.close()
-    tail.wait(timeout=120)
-    return head.stdout
+    out, _ = exact.communicate(head, 120)
+    exact.wait(tail, 120)
+    return out
 
 
 CHILD = r"""
@@ -92,9 +100,14 @@ s.close()
 """
 
 
-def deep_read(path: Path, offset: int, limit: int, runs: int) -> dict:
-    results = []
+def deep_read(path: Path, offset: int, limit: int, runs: int) -> tuple[dict, float]:
+    """The Read of a deep page in a fresh process and `tail | head` of the same lines, in turn
+    (so the machine's load falls on both alike): the Read's figures and the best `tail | head`."""
+    results, t_tail = [], []
     for _ in range(runs):
+        t = time.perf_counter()
+        tail_head(path, offset, limit)
+        t_tail.append(time.perf_counter() - t)
         out = subprocess.run(
             [PY, "-c", CHILD, str(path), str(offset), str(limit), str(offset + 3 * limit)],
             capture_output=True, text=True, timeout=600, start_new_session=True,
@@ -108,7 +121,7 @@ def deep_read(path: Path, offset: int, limit: int, runs: int) -> dict:
         "maxrss_mb": max(r["maxrss_mb"] for r in results),
         "rows": results[0]["rows"],
         "first_row": results[0]["first_row"],
-    }
+    }, min(t_tail)
 
 
 def edit_vs_cp(src: Path, runs: int) -> dict:
@@ -145,7 +158,7 @@ def edit_vs_cp(src: Path, runs: int) -> dict:
         def cp(key: str, sync: bool) -> None:
             os.sync()
             t = time.perf_counter()
-            subprocess.run(["cp", str(src), str(copy)], check=True, timeout=120)
+            exact.run(["cp", str(src), str(copy)], check=True, timeout=120)
             if sync:
                 fd = os.open(copy, os.O_RDONLY)
                 os.fsync(fd)
@@ -170,9 +183,9 @@ def cold_start(runs: int) -> dict:
         codebelt = SCRIPTS / "codebelt"
         argv = [str(codebelt), "call", "--root", str(work), "Read", '{"file_path": "README.md", "limit": 5}']
         env = {**os.environ, "CODEBELT_HELPER": "0"}  # a process of its own (bench_cli.py measures the helper)
-        t_cb = best(lambda: subprocess.run(argv, capture_output=True, timeout=60, check=True, env=env), runs)
-        t_py = best(lambda: subprocess.run([PY, "-c", "pass"], capture_output=True, timeout=60), runs)
-        t_cat = best(lambda: subprocess.run(["head", "-n", "5", str(work / "README.md")], capture_output=True, timeout=60), runs)
+        t_cb = best(lambda: exact.run(argv, capture_output=True, timeout=60, check=True, env=env), runs)
+        t_py = best(lambda: exact.run([PY, "-c", "pass"], capture_output=True, timeout=60), runs)
+        t_cat = best(lambda: exact.run(["head", "-n", "5", str(work / "README.md")], capture_output=True, timeout=60), runs)
         imp = subprocess.run([PY, "-X", "importtime", str(codebelt), *argv[1:]], capture_output=True, text=True, timeout=60)
         modules = {line.split("|")[-1].strip().split(".")[0] for line in imp.stderr.splitlines() if "|" in line}
         heavy = sorted(m for m in ("mcp", "PIL", "pypdf", "charset_normalizer") if m in modules)
@@ -335,7 +348,7 @@ def scan_tree(runs: int) -> None:
         if out.returncode != 0:
             raise SystemExit(out.stderr[-2000:])
         results.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    t_find = best(lambda: subprocess.run(["find", str(root)], capture_output=True, timeout=120, check=True), runs)
+    t_find = best(lambda: exact.run(["find", str(root)], capture_output=True, timeout=120, check=True), runs)
     r0 = results[0]
     print(f"tree: {r0['entries']:,} entries in {r0['dirs']:,} directories; best of {runs} fresh processes")
     rows = [("first walk (every directory listed)", "first"), ("refresh, nothing changed", "refresh"),
@@ -376,9 +389,8 @@ def main() -> None:
           f"{mid.name} {mid.stat().st_size / 1e6:.0f} MB", flush=True)
 
     tail_head(big, offset, limit)  # warm the page cache so both sides read from memory
-    t_tail = best(lambda: tail_head(big, offset, limit), args.runs)
     expected_first = tail_head(big, offset, 1).decode().rstrip("\n")
-    deep = deep_read(big, offset, limit, args.runs)
+    deep, t_tail = deep_read(big, offset, limit, args.runs)
     assert deep["first_row"] == f"{offset:>6}\t{expected_first}", (deep["first_row"], expected_first)
     ev = edit_vs_cp(mid, max(args.runs, 3))
     cold = cold_start(5)

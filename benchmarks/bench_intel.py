@@ -48,6 +48,7 @@ HERE = Path(__file__).resolve().parent
 CORPUS = HERE / ".corpus" / "intel"
 STDLIB = Path(sysconfig.get_path("stdlib"))
 
+import exact  # noqa: E402
 from codebelt.intel.index import CodeIndex  # noqa: E402
 from codebelt.intel.repomap import repo_map  # noqa: E402
 from codebelt.search.ripgrep import locate  # noqa: E402
@@ -91,8 +92,8 @@ def p50(fn, repeat: int) -> float:
 
 
 def rg_defs(root: Path, name: str) -> int:
-    out = subprocess.run([RG, "-n", "--no-config", f"def {name}|class {name}", "."], cwd=root,
-                         capture_output=True, timeout=60, start_new_session=True)
+    out = exact.run([RG, "-n", "--no-config", f"def {name}|class {name}", "."], cwd=root,
+                    capture_output=True, timeout=60, start_new_session=True)
     return out.stdout.count(b"\n")
 
 

@@ -32,6 +32,7 @@ import threading
 import time
 from pathlib import Path
 
+import exact
 from codebelt.network import Network, NetworkPolicy, Resolver
 from codebelt.sandbox import Sandbox, SandboxConfig
 
@@ -79,9 +80,9 @@ def run(wrap, attach, argv: list[str], cwd: Path) -> float:
         argv, env, preexec = wrapped[:3]
         cleanup = wrapped[3] if len(wrapped) > 3 else None
         fds = tuple(wrapped[4]) if len(wrapped) > 4 else ()
-    proc = subprocess.run(argv, cwd=cwd, env=env, preexec_fn=preexec, stdin=subprocess.DEVNULL,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-                          pass_fds=fds, timeout=120)
+    proc = exact.run(argv, cwd=cwd, env=env, preexec_fn=preexec, stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+                     pass_fds=fds, timeout=120)
     if cleanup is not None:
         cleanup()
     if proc.returncode != 0:
