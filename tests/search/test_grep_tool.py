@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
 
 import pytest
 
+import codebelt.search.grep as grep_engine
+import codebelt.tools.grep as grep_tool
 from codebelt.tools.grep import Grep
 
 # (input, exact expected text). The tree is tests/search/conftest.py's TREE.
@@ -143,8 +146,17 @@ def test_offset_pages_concatenate_to_the_full_result(ws, make_session):
     assert got == want
 
 
-def test_stopped_early_says_more_than(ws, make_session):
-    (ws / "many.txt").write_text("hit\n" * 100_000)
+# Content mode gives up rg's sorted run when it is slow (a loaded machine, or a sparse pattern)
+# and scans in parallel, keeping up to SORT_IN_MEMORY_BYTES of rg's output to sort here: a
+# result that fits is counted whole (an exact total, not "more than"). So the file has more
+# matching lines than fit, and the test runs both ways: as on a quiet machine, and with the
+# sorted run given up at once, as under load.
+@pytest.mark.parametrize("sorted_budget", [None, 0.0], ids=["sorted-rg", "sorted-rg-given-up"])
+def test_stopped_early_says_more_than(ws, make_session, monkeypatch, sorted_budget):
+    if sorted_budget is not None:
+        monkeypatch.setattr(grep_tool, "grep", functools.partial(grep_engine.grep, sorted_budget=sorted_budget))
+    lines = grep_engine.SORT_IN_MEMORY_BYTES // len("many.txt:1:hit\n") + 1  # each output line is longer
+    (ws / "many.txt").write_text("hit\n" * lines)
     s = make_session(root=ws)
     r = s.call("Grep", {"pattern": "hit", "output_mode": "content"})
     assert len(r.text.split("\n\n")[0].splitlines()) == 250
