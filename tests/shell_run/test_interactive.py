@@ -57,6 +57,20 @@ def test_python_repl_define_call_interrupt_and_eof(shell):
     assert r.data["status"] == "completed" and r.data["exitCode"] == 0, r.text
 
 
+def test_a_program_its_shell_waits_for_is_seen_waiting_for_input(shell):
+    # Not the command line's last command: bash forks it and waits, so the terminal's foreground
+    # group is led by bash, asleep in wait4 throughout; the program that reads is its child,
+    # whose going back to sleep is what says the answer is complete.
+    s = shell.session()
+    tid = start(s, "python3 -i -q; echo after")
+    until(s, tid, ">>> ")
+    for i in range(3):
+        r = send(s, tid, f"{i} + 40\n")
+        assert r.data["waitingForInput"] and r.data["stdout"].endswith(f"{i + 40}\n>>> "), r.text
+    r = send(s, tid, "\u0004")
+    assert r.data["status"] == "completed" and "after" in r.data["stdout"], r.text
+
+
 ANSWER_IN_PIECES = r"""
 import os
 while True:

@@ -357,25 +357,31 @@ class Pty(Interactive):
             return None
         return pgrp if pgrp > 0 else None
 
-    def waiting_for_input(self) -> bool:
-        """The foreground group's leader sleeps in a read of this terminal, or in a
-        poll/select while its standard input is this terminal — and the output written so
-        far has been copied. Read from /proc; False whenever it cannot tell."""
+    def _turn_holder(self) -> tuple[int, tuple[int, int] | None] | None:
+        """(pid, what it is blocked in) of the program whose turn it is: the foreground group's
+        leader or, while the leader waits for its only child (git for the editor it started, a
+        shell for its command), that child, followed down the group. None when it cannot tell."""
         pid = self.foreground()
         if pid is None:
-            return False
+            return None
         call = _blocked_in(pid)
-        # A leader waiting for its child (git for the editor it started, a shell for its
-        # command) hands the terminal to it: follow single children down the group.
         for _ in range(6):
             if call is None or call[0] not in _WAITS.get(_ARCH, ()):
                 break
             child = _only_child(pid)
             if child is None:
-                return False
+                return None
             pid, call = child, _blocked_in(child)
-        if call is None:
+        return pid, call
+
+    def waiting_for_input(self) -> bool:
+        """The program whose turn it is (_turn_holder) sleeps in a read of this terminal, or in
+        a poll/select while its standard input is this terminal — and the output written so
+        far has been copied. Read from /proc; False whenever it cannot tell."""
+        holder = self._turn_holder()
+        if holder is None or holder[1] is None:
             return False
+        pid, call = holder
         number = call[0]
         if number in _READS.get(_ARCH, ()):
             fd = call[1]
@@ -419,11 +425,13 @@ class Pty(Interactive):
         return stat[stat.rfind(b")") + 2:].split()[0] in (b"R", b"D")
 
     def progress_mark(self) -> int:
-        """Changes once the foreground program has gone to sleep again (a voluntary context
-        switch) — or another program took the foreground. Taken before a write: a program
-        that sleeps again after it has run since is done with what it was given, whereas one
-        still asleep may not have been woken yet (input reaches it asynchronously)."""
-        pid = self.foreground()
+        """Changes once the program whose turn it is (_turn_holder: the one that reads the
+        input, not a shell waiting for it) has gone to sleep again (a voluntary context switch)
+        — or another program took its place. Taken before a write: a program that sleeps
+        again after it has run since is done with what it was given, whereas one still asleep
+        may not have been woken yet (input reaches it asynchronously)."""
+        holder = self._turn_holder()
+        pid = holder[0] if holder is not None else self.foreground()
         if pid is None:
             return 0
         return pid * 1_000_003 + _switches(pid)
