@@ -27,9 +27,13 @@ def test_block_waits_for_the_task_to_end(shell):
 def test_non_blocking_check_and_a_wait_that_runs_out(shell):
     s = shell.session()
     tid = start(s, "echo early; sleep 30")
-    time.sleep(0.3)
-    r = s.call("TaskOutput", {"task_id": tid, "block": False})
-    assert r.data["status"] == "running" and "early" in r.data["stdout"]
+    seen, deadline = "", time.monotonic() + 15  # the command prints when it gets to run (late under load)
+    while "early" not in seen:
+        assert time.monotonic() < deadline, seen
+        r = s.call("TaskOutput", {"task_id": tid, "block": False})  # returns at once: what is there
+        assert r.data["status"] == "running", r.text
+        seen += r.data["stdout"]
+        time.sleep(0.05)
     began = time.monotonic()
     r = s.call("TaskOutput", {"task_id": tid, "timeout": 300})
     assert r.data["status"] == "running" and "still running after waiting 0.3s" in r.text
@@ -48,7 +52,10 @@ def test_a_stopped_task_s_output_file_ends_with_the_killed_line_when_taskstop_re
     s = shell.session()
     r = s.call("Bash", {"command": "echo partial; sleep 30", "run_in_background": True})
     tid, output = r.data["backgroundTaskId"], r.data["outputPath"]
-    time.sleep(0.3)
+    deadline = time.monotonic() + 15  # the command prints when it gets to run (late under load)
+    while "partial" not in open(output).read():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
     stop = s.call("TaskStop", {"task_id": tid})
     assert not stop.is_error and stop.data["wasRunning"] is True, stop.text
     text = open(output).read()
