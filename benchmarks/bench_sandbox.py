@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import select
 import statistics
 import subprocess
 import sys
@@ -34,6 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import exact
 from codebelt.sandbox import Sandbox, SandboxConfig
 from codebelt.sandbox.helpers import HelperProfile
 
@@ -75,20 +75,10 @@ def _spawn(wrap, argv: list[str], cwd: Path, one_shot: bool = False) -> float:
 
 
 def _run(argv: list[str], **kwargs) -> None:
-    """Spawn and wait, told of the exit by the kernel (a pidfd), at most 30 s. Not
+    """Spawn and wait, told of the exit by the kernel (exact.py), at most 30 s. Not
     `subprocess.run(timeout=…)`: its wait polls, sleeping 1, 2, 4 ms between looks, so a command
     of ~1.2 ms was timed at ~3.4 — a baseline 2 ms too slow against a jail whose end wakes it."""
-    proc = subprocess.Popen(argv, **kwargs)
-    try:
-        pidfd = os.pidfd_open(proc.pid)
-        try:
-            if not select.select([pidfd], [], [], 30)[0]:
-                proc.kill()
-        finally:
-            os.close(pidfd)
-    finally:
-        if proc.wait() != 0:
-            raise subprocess.CalledProcessError(proc.returncode, argv)
+    exact.run(argv, timeout=30, check=True, **kwargs)
 
 
 DEVNULL_FD = os.open(os.devnull, os.O_WRONLY)
