@@ -7,7 +7,7 @@ spawned plainly (waited by pidfd, no new session: its own time), rounds interlea
 Each start is timed the Bash runner's way (shell/execution/runner.py): the wrap, the resident's
 launch, the wait for its status — without reading the wrapper's one-shot argv, which the runner
 builds only when no resident takes the command (bench_sandbox.py's spawn unpacks it: ~0.28 ms
-more per jailed start). The plain spawn is bench_sandbox.py's (waited by pidfd, no new session).
+more per jailed start). The plain spawn is waited exactly (exact.py: a pidfd), in no new session.
 `--gap`: seconds idle before each start (an agent's think time: this machine's idle CPUs halt,
 and a wake-up costs).
 """
@@ -25,18 +25,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_sandbox import DEVNULL_FD, DIRECT, _run  # noqa: E402
+from exact import run  # noqa: E402
 
 from codebelt.sandbox import Sandbox, SandboxConfig, native  # noqa: E402
 
 
+DEVNULL = os.open(os.devnull, os.O_WRONLY)
+
+
 def spawn(wrap, argv: list[str], cwd: Path) -> float:
     t0 = time.perf_counter()
-    if wrap == DIRECT:
-        _run(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if wrap is None:
+        run(argv, timeout=30, check=True, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
     else:
         wrapped = wrap(argv, cwd, dict(os.environ))
-        proc = wrapped.launch({1: DEVNULL_FD, 2: DEVNULL_FD}) if wrapped.launch is not None else None
+        proc = wrapped.launch({1: DEVNULL, 2: DEVNULL}) if wrapped.launch is not None else None
         if proc is None:
             raise RuntimeError("no resident took the command")
         if proc.wait(30) != 0:
@@ -57,7 +61,7 @@ def main() -> int:
         ws, tmp = Path(d, "ws"), Path(d, "tmp")
         ws.mkdir()
         tmp.mkdir()
-        variants: dict[str, object] = {"plain": DIRECT}
+        variants: dict[str, object] = {"plain": None}
         sandboxes = {}
         for path in ("native", "python"):
             # read by codebelt when a resident starts: both of this session's start in the warm-up below
