@@ -43,14 +43,12 @@ zygote reading it and the resident exit, and bwrap's pid namespace ends whatever
 
 Runs as `python -I -S -c <write_layer.py + this source> [PREPARE] CONTROL_FD` with codebelt's
 interpreter, standard library only (codebelt's package need not be visible in the jail);
-where codebelt hands it its compiled request path (PREPARE's "native": a descriptor of
-codebelt's `_zygote` extension, loaded by that descriptor), a zygote's request is served by
-`_zygote.serve` — the same steps as `init` in C — and only a request it does not take comes back
-to `init` here;
 PREPARE is JSON ({"tmpfs", "abi", "writable", "ipc", "net"}: what requests will ask for, done
 ahead of time; a request asking for another scratch or layer is set up entirely when it arrives,
-one asking for a namespace not prepared gets it by unshare). `WriteLayer` comes from
-write_layer.py, shared with the one-shot stage.
+one asking for a namespace not prepared gets it by unshare; "native": a descriptor of codebelt's
+compiled request path, `_zygote`, loaded by that descriptor — a zygote's request is then served
+by `_zygote.serve`, `init`'s steps in C, and only a request it does not take comes back to
+`init` here). `WriteLayer` comes from write_layer.py, shared with the one-shot stage.
 """
 
 import ctypes
