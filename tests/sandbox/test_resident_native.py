@@ -169,6 +169,9 @@ ERRORS = [
     ("missing cwd", lambda req: {**req, "cwd": "/no/such/cwd"}, 126,
      "([Errno 2] No such file or directory: '/no/such/cwd')"),
     ("unknown mount step", lambda req: {**req, "mounts": [["bogus", "/tmp"]]}, 126, "(unknown mount step 'bogus')"),
+    # found as subprocess finds it (each PATH directory; an empty entry is the name itself)
+    ("bare name found on PATH", lambda req: {**req, "argv": ["bash", "-c", "echo ran"], "env": {"PATH": ":/no/such:/bin"}},
+     0, "ran\n"),
     # skipped as bwrap's -try options skip them: the command runs
     ("missing path pinned, masked, re-bound", lambda req: {**req, "masks": [*req["masks"], "/no/such/file"],
      "mounts": [["pin", "/no/such/a"], ["ro", "/no/such/b"], ["mask", "/no/such/c"]]}, 0, "ran\n"),
