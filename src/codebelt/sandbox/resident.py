@@ -298,10 +298,8 @@ def warm_up(layer, prepare):
     sample = marshal.dumps({"argv": ["/bin/sh", "-c", ":"], "env": {"PATH": "/usr/bin", "HOME": "/tmp"}, "cwd": "/",
                             "tmpfs": ["/tmp"], "masks": ["/etc/shadow"], "abi": 4, "writable": ["/tmp"], "fds": [1, 2]})
     marshal.loads(sample)
-    if NATIVE is not None:
-        # a request's environment is most of it: a sample of a few hundred entries touches the
-        # pages a real one's objects will take
-        NATIVE.warm_up(marshal.dumps({**marshal.loads(sample), "env": {f"NAME_{i}": "v" * 40 for i in range(300)},
+    if NATIVE is not None:  # the compiled path's parse, on a sample shaped as this zygote's requests
+        NATIVE.warm_up(marshal.dumps({**marshal.loads(sample),
                                       **{k: prepare[k] for k in ("tmpfs", "abi", "writable") if k in prepare}}),
                        2, prepare)
     null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
