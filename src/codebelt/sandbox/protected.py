@@ -165,10 +165,13 @@ def _runtime_in(root: Path, look: "Consult") -> tuple[list[Path], list[Path]]:
     return pins, ro
 
 
-def _link_within(path: str, root: str) -> str | None:
-    """The first link that resolving `path` follows (as the kernel does, one component at a
-    time, a link's target walked in its place) that lies in `root`, or None."""
-    todo = path.split("/")[::-1]
+def _walk(path: str, root: str) -> tuple[str, str | None, bool]:
+    """Resolve `path` as the kernel does, one component at a time (a link's target walked in its
+    place): (its real path — the part that does not exist appended as spelled, as
+    `os.path.realpath` does —, the first link followed that lies in `root` (the walk stops
+    there), whether it exists). One pass: this runs for every sandboxed decision."""
+    inside = root.rstrip("/") + "/"
+    todo = path.split("/")[::-1]  # a stack: the next component last
     here = ""
     links = 0
     while todo:
@@ -185,16 +188,16 @@ def _link_within(path: str, root: str) -> str | None:
                 continue
             target = os.readlink(step)
         except OSError:
-            return None  # not there: no link further on
-        if step.startswith(root.rstrip("/") + "/"):
-            return step
+            return os.path.normpath("/".join([step, *reversed(todo)])), None, False
+        if step.startswith(inside):
+            return step, step, True
         links += 1
         if links > 40 or not target:
-            return None
+            return step, None, False
         if target.startswith("/"):
             here = ""
         todo.extend(target.split("/")[::-1])
-    return None
+    return here or "/", None, True
 
 
 def protection_gap(root: Path) -> str | None:
@@ -202,19 +205,18 @@ def protection_gap(root: Path) -> str | None:
     time, there are more nested ones than the sandbox takes, or codebelt imports modules from the
     root itself), or None. A command that would run unasked because the sandbox protects them
     must ask instead."""
-    real = Path(os.path.realpath(root))
+    real = os.path.realpath(root)
     for p in runtime_paths():
-        found = Path(os.path.realpath(p))
-        if found == real:
-            return (f"codebelt looks for the modules it imports in {root} itself (it is on sys.path), "
-                    "where a command could plant one: start codebelt from outside the workspace")
-        link = _link_within(str(p), str(real))
+        found, link, exists = _walk(str(p), real)
         if link is not None:
             # a read-only bind lands on the link's target; the link itself, in a directory a
             # command may write, could be replaced by a directory of the command's
             return (f"codebelt looks for the modules it imports in {p}, reached through a link at {link} "
                     f"inside {root} that a command could replace")
-        if real in found.parents and not os.path.lexists(found):
+        if found == real:
+            return (f"codebelt looks for the modules it imports in {root} itself (it is on sys.path), "
+                    "where a command could plant one: start codebelt from outside the workspace")
+        if not exists and found.startswith(real.rstrip("/") + "/"):
             # nothing there to bind read-only: a command could create it (a directory, or the
             # zip archive a sys.path entry may name) with modules in it
             return (f"codebelt looks for the modules it imports in {p}, which does not exist in {root}: "
