@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from codebelt.sandbox.jail import path_dirs
+from codebelt.sandbox.jail import path_dirs, scratch_in_jail
 
 from .conftest import jailed
 
@@ -173,3 +173,13 @@ def _helper_run(sb, profile, command: str, cwd: Path):
     finally:
         if rest and rest[0] is not None:
             rest[0]()
+
+
+@pytest.mark.parametrize("visible,scratch", [
+    (["/usr", "/home/u/ws"], "/tmp"),
+    (["/usr", "/tmp/ws"], "/tmp/.codebelt-scratch"),  # a write right on /tmp would cover the workspace
+    (["/tmp"], "/tmp/.codebelt-scratch"),
+    (["/tmpdir/ws", "/var/tmp"], "/tmp"),  # only /tmp itself and what lies beneath it
+])
+def test_the_scratch_is_never_above_a_visible_directory(visible, scratch):
+    assert scratch_in_jail([Path(v) for v in visible]) == scratch

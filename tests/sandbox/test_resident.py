@@ -63,6 +63,21 @@ def test_every_command_starts_with_an_empty_scratch(resident, ws):
     assert r.stdout.split() == ["1", "gone"], r.stdout  # a blank line between the two listings
 
 
+def test_a_root_removed_and_made_again_gets_a_new_resident(resident, ws):
+    """The resident's view bound the root it saw: one made again is another directory, and the
+    old resident would show the deleted one (empty) to every later command."""
+    (ws / "before.txt").write_text("x")
+    assert jailed(resident, "ls", ws).stdout.split() == ["before.txt"]
+    first = resident._resident
+    for p in ws.iterdir():
+        p.unlink()
+    ws.rmdir()
+    ws.mkdir()
+    (ws / "after.txt").write_text("y")
+    assert jailed(resident, "ls", ws).stdout.split() == ["after.txt"]
+    assert resident._resident is not first
+
+
 def test_nothing_a_command_starts_outlives_it(resident, ws):
     marker = f"4{os.getpid() % 1000}.{time.monotonic_ns() % 100000}"
     r = jailed(resident, f"(setsid sleep {marker} &); (nohup sleep {marker} >/dev/null 2>&1 &); "

@@ -165,8 +165,7 @@ def scratch_in_jail(visible: list[Path]) -> str:
     directory within it when a workspace or other visible directory lies under /tmp — a write
     right on a directory covers every path beneath it, mount points included, so the scratch
     must not be the parent of a read-only tree (a FIFO there would be writable again)."""
-    tmp = Path("/tmp")
-    if any(p == tmp or tmp in p.parents for p in visible):
+    if any(_covered(p, ("/tmp",)) for p in visible):  # by string: this runs for every command
         return "/tmp/.codebelt-scratch"
     return "/tmp"
 

@@ -778,15 +778,21 @@ class Sandbox:
 
     def _stamps(self) -> tuple:
         """What the resident's view depends on besides the paths: the roots it bound, by inode
-        (a root removed and made again would be the old, deleted one in its view)."""
-        out = []
-        for root in self.config.writable_roots:
-            try:
-                st = os.stat(root)
-                out.append((st.st_dev, st.st_ino))
-            except OSError:
-                out.append(None)
-        return tuple(out)
+        (a root removed and made again would be the old, deleted one in its view). Kept like the
+        PATH directories: a root removed or replaced is an event in its parent."""
+        roots = self.config.writable_roots
+
+        def stamps() -> tuple:
+            out = []
+            for root in roots:
+                try:
+                    st = os.stat(root)
+                    out.append((st.st_dev, st.st_ino))
+                except OSError:
+                    out.append(None)
+            return tuple(out)
+
+        return self._kept_about(("stamps", roots), roots, stamps)
 
     def _start_resident(self, readable: list[Path], scratch: str, pairs, install):
         from .residency import ResidentJail, resident_source
