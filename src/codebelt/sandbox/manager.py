@@ -111,6 +111,15 @@ def _mtime(path: Path) -> int:
         return -1
 
 
+def _identity(path: "Path | str", follow: bool) -> tuple | None:
+    """What tells a file's version apart without reading it: its identity, mode, size and times."""
+    try:
+        st = os.stat(path, follow_symlinks=follow)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 def _holds(path: Path, data: bytes) -> bool:
     """Whether `path` is a regular file (not a link) holding exactly `data`."""
     try:
@@ -187,6 +196,9 @@ class Sandbox:
         self._sandbox_resident = None  # resident_sandbox.ResidentSandbox: where sandboxed commands start
         self._split_in_roots: list[Path] = []  # writable directories the last masked Landlock rules split
         self._private: Path | None = None  # filtered copies of the user's git configuration
+        # (what each copy was made from: the original's identity and times, the copy's) -> copies
+        self._gitconfig_made: "tuple[tuple, list[tuple[Path, Path]]] | None" = None
+        self._merged_binds: "tuple[Any, Any, list[tuple[Path, str]]] | None" = None
         self._lookups = WatchedLookups()  # PATH directories and credential files, kept while unchanged
         self._placed: list[tuple] = []  # covers of recent one-shot sandboxes (cover_checks.sweep)
         status = self._select()
@@ -347,16 +359,17 @@ class Sandbox:
                 self._make_placeholders()
             binds = self._protected_binds() if create else []
             overlays = self._gitconfig_copies() if unasked else []
+            planned = self._mask_plan(masked or ())
             if overlays and masked:
                 # a Read deny rule on a directory above git's configuration (`Read(~/.config/**)`)
                 # hides it, filtered copy included (and a bind into the empty cover would fail)
-                hidden = [p for p, is_dir in _jail.mask_plan(masked) if is_dir]
-                overlays = [(src, dest) for src, dest in overlays if not any(h in dest.parents for h in hidden)]
+                hidden = [p for p, is_dir in planned if is_dir]
+                overlays = [(src, dest) for src, dest in overlays if not _jail._covered(dest, hidden)]
             # the proxy's channel and a process cap counted at each spawn stay one-shot
             # (resident_sandbox.py says why), and a program named without its path (bwrap looks
             # it up in PATH, the resident does not)
             if create and network is None and nproc is None and self.resident_sandbox and argv[0].startswith("/"):
-                launch = self._sandbox_launch(pairs, install, argv, cwd, env, binds, masked or [], overlays)
+                launch = self._sandbox_launch(pairs, install, argv, cwd, env, binds, masked or [], overlays, planned)
             # bwrap mounts the masks by path: those a command could move are checked inside,
             # before the command (stage.py), against their directories as they are now
             seen = watched(masked or (), c.writable, self._mask_targets(masked or ()))
@@ -393,7 +406,8 @@ class Sandbox:
 
     def _sandbox_launch(self, pairs, install, argv: list[str], cwd: Path, env: dict,
                         binds: list[tuple[Path, str]], masked: list[Path],
-                        overlays: list[tuple[Path, Path]]) -> "Callable[[dict[int, int]], Any] | None":
+                        overlays: list[tuple[Path, Path]],
+                        planned: "list[tuple[Path, bool]] | None" = None) -> "Callable[[dict[int, int]], Any] | None":
         """`launch(fds)` starting this command in the session's resident write sandbox
         (resident_sandbox.py) with the protected paths, masks and overlays of this moment; None
         when there is none here (the one-shot argv is spawned then)."""
@@ -425,7 +439,7 @@ class Sandbox:
                                                              wait=self.resident_sandbox == "now")
             slot = self._sandbox_resident
         return slot.launcher(_rs.command_request(argv, env, cwd, binds, masked, overlays, self.config.network,
-                                                 self.config.writable))
+                                                 self.config.writable, planned))
 
     def _preexec(self, pairs, restrict, install_filter, subreaper: bool = False,
                  cgroups: bool = True, reaper=None) -> Callable[[], None]:
@@ -576,6 +590,11 @@ class Sandbox:
         """jail.mask_targets (a realpath of each masked path)."""
         return self._kept_about(("mask targets", tuple(masked)), masked, lambda: _jail.mask_targets(masked))
 
+    def _mask_plan(self, masked: "list[Path] | tuple[Path, ...]") -> list[tuple[Path, bool]]:
+        """jail.mask_plan (what to cover, file or directory), kept like the targets: whether a
+        path is there, a link or a directory changes only with an entry of its directory."""
+        return self._kept_about(("mask plan", tuple(masked)), masked, lambda: _jail.mask_plan(masked))
+
     def _protected_binds(self) -> list[tuple[Path, str]]:
         """bwrap.protected_binds, kept like the PATH directories: until a directory one of them
         was looked up in changes, or the walk finds other nested ones."""
@@ -593,7 +612,10 @@ class Sandbox:
         # home directory on the way to a user's environment) that change apart from it
         workspace = self._lookups.get(("protected", c.writable_roots, c.writable, found), lookup)
         own = self._lookups.get(("runtime", c.writable_roots, c.writable, tuple(sys.path), sys.prefix), runtime)
-        return protected.in_mount_order([*workspace, *own])
+        merged = self._merged_binds
+        if merged is None or merged[0] is not workspace or merged[1] is not own:  # kept answers: the same objects
+            merged = self._merged_binds = (workspace, own, protected.in_mount_order([*workspace, *own]))
+        return list(merged[2])
 
     def _credentials(self) -> list[Path]:
         """The user's credential files (credentials.py), kept like the PATH directories."""
@@ -859,8 +881,23 @@ class Sandbox:
         """(filtered copy, original) of the user's git configuration files, written now (they
         may change during a session) in a directory of codebelt's own that no command can write
         (the session's TMPDIR would do, but a command could then rewrite the copy for the next).
-        A copy that already holds the filtered text is kept: compared byte for byte before each
-        command, so one changed by anything else is written again, as it was before."""
+        A copy that already holds the filtered text is kept: compared byte for byte, so one
+        changed by anything else is written again, as it was before. That comparison, and the
+        reading and filtering, are skipped while each original and each copy has the identity,
+        size and times it had when the copies were last made (a change of content moves the
+        ctime, which no program can set back; a same-size change within the clock tick of the
+        last look is told apart where the kernel gives a looked-at ctime fine grain, 6.13 on,
+        and else waits for the next change — the copy is filtered either way)."""
+        originals = tuple((p, _identity(p, follow=True)) for p in gitconfig_paths())
+        made = self._gitconfig_made
+        if made is not None and made[0][0] == originals and made[0][1] == tuple(
+                _identity(copy, follow=False) for copy, _ in made[1]):
+            return list(made[1])
+        out = self._write_gitconfig_copies()
+        self._gitconfig_made = ((originals, tuple(_identity(copy, follow=False) for copy, _ in out)), out)
+        return list(out)
+
+    def _write_gitconfig_copies(self) -> list[tuple[Path, Path]]:
         out: list[tuple[Path, Path]] = []
         for original in gitconfig_paths():
             try:  # a regular file only (a FIFO would block), read bounded

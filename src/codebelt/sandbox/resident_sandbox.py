@@ -56,12 +56,15 @@ def start_argv(bwrap: str, config: SandboxConfig, python: str, source: str) -> l
 
 
 def command_mounts(binds: list[tuple[Path, str]], masked: "list[Path] | tuple[Path, ...]",
-                   overlays: "list[tuple[Path, Path]] | tuple[()]", writable: "tuple[Path, ...]" = ()) -> list[list]:
+                   overlays: "list[tuple[Path, Path]] | tuple[()]", writable: "tuple[Path, ...]" = (),
+                   planned: "list[tuple[Path, bool]] | None" = None) -> list[list]:
     """The mount steps of one command (resident.apply_mount), in the one-shot argv's order; a
-    mask in `writable` carries its directory's identity (jail.cover_where)."""
+    mask in `writable` carries its directory's identity (jail.cover_where). `planned`:
+    `mask_plan(masked)`, when the caller has it."""
     ops: list[list] = [["readonly", "/dev"], ["devpts", "/dev/pts"]]
     ops += [[kind, str(p)] for p, kind in binds]
-    planned = mask_plan(masked)
+    if planned is None:
+        planned = mask_plan(masked)
     seen = watched(masked, writable)  # the walk's identities, where it found the path
     ops += [["mask", *(seen.get(str(p)) or cover_where(p, writable)), str(p)] for p, _ in planned]
     # a path under `writable` missing now: its directory moved away, or the file deleted (the
@@ -81,10 +84,10 @@ def prepared(network: bool) -> dict:
 
 def command_request(argv: list[str], env: dict, cwd: Path, binds: list[tuple[Path, str]],
                     masked: "list[Path] | tuple[Path, ...]", overlays, network: bool,
-                    writable: "tuple[Path, ...]" = ()) -> dict:
+                    writable: "tuple[Path, ...]" = (), planned: "list[tuple[Path, bool]] | None" = None) -> dict:
     return {
         "argv": argv, "env": env, "cwd": str(cwd), **prepared(network), "masks": [],
-        "mounts": command_mounts(binds, masked, overlays, writable),
+        "mounts": command_mounts(binds, masked, overlays, writable, planned),
     }
 
 
