@@ -18,6 +18,7 @@ from codebelt.files.scan import shared
 from codebelt.sandbox import Sandbox, SandboxConfig
 from codebelt.sandbox import bwrap as _bwrap
 from codebelt.sandbox import protected
+from codebelt.sandbox.jail import mask_plan
 from codebelt.sandbox.protected import placeholders
 
 from .test_watched import _exchange, _relink, random_change
@@ -155,3 +156,27 @@ def test_the_runtime_part_follows_a_link_on_the_way_outside_the_workspace(sandbo
     (out / "alias").symlink_to(ws / "venv")
     found = _compare(sb, ws)
     assert (ws / "venv" / "lib", "ro") in found and (ws / "venv", "pin") in found
+
+
+def test_the_kept_mask_plan_follows_what_is_at_each_masked_path(sandbox):
+    """Whether a masked path is there, a file, a directory or a link decides its cover: kept, it
+    must change as the path does, through a link's target too."""
+    sb, ws, out = sandbox
+    secret, other = ws / "sub" / "secret", out / "target"
+    masked = [secret, ws / "link"]
+    steps = [
+        ("nothing there", lambda: None),
+        ("a file", lambda: _write(secret, "x")),
+        ("a directory in its place", lambda: (secret.unlink(), secret.mkdir())),
+        ("a link in its place", lambda: (secret.rmdir(), secret.symlink_to(other))),
+        ("a masked link's target made", lambda: ((ws / "link").symlink_to(other), other.mkdir())),
+        ("the target replaced by a file", lambda: (other.rmdir(), _write(other))),
+        ("the parent renamed away", lambda: os.rename(ws / "sub", ws / "sub2")),
+    ]
+    seen = set()
+    for name, change in steps:
+        change()
+        kept, fresh = sb._mask_plan(masked), mask_plan(masked)
+        assert kept == fresh, name
+        seen.add(tuple(fresh))
+    assert len(seen) >= 4  # the steps did change the plan
