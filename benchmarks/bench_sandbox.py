@@ -56,17 +56,19 @@ def _spawn(wrap, argv: list[str], cwd: Path, one_shot: bool = False) -> float:
     if wrap == DIRECT:
         _run(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return (time.perf_counter() - t0) * 1000
-    env, preexec, cleanup, launch = dict(os.environ), None, None, None
+    env, preexec, cleanup, launch, wrapped = dict(os.environ), None, None, None, None
     if wrap is not None:
         wrapped = wrap(argv, cwd, env)
-        argv, env, preexec, *rest = wrapped
-        cleanup = rest[0] if rest else None
         launch = None if one_shot else getattr(wrapped, "launch", None)
     proc = launch({1: DEVNULL_FD, 2: DEVNULL_FD}) if launch is not None else None
     if proc is not None:
+        # as the runner: the wrapper's one-shot argv (built when first read) is never read
         if proc.wait(30) != 0:
             raise RuntimeError(f"{argv} failed in the resident")
     else:
+        if wrapped is not None:
+            argv, env, preexec, *rest = wrapped
+            cleanup = rest[0] if rest else None
         _run(argv, cwd=cwd, env=env, preexec_fn=preexec, stdin=subprocess.DEVNULL,
              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     if cleanup is not None:
