@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import codecs
 import os
+import queue
 import threading
 from array import array
 from collections import OrderedDict
@@ -30,6 +31,11 @@ BLOCK_SIZE = 256 * 1024  # bytes per checkpoint and per read while scanning: 4k 
 CHUNK_SIZE = 8 * 1024 * 1024  # bytes scanned between checks for cancellation
 MAX_LINE_CHARS = 5000  # longer lines become continuation rows N.1, N.2, …
 PIECE_BYTES = 64 * 1024  # a long line is read in pieces of this size
+OVERLAP_AFTER = 1024 * 1024  # bytes a scan reads itself before a reader thread reads ahead for it
+READ_UNIT = 1024 * 1024  # bytes per read of that thread (one preadv into several block buffers)
+READ_AHEAD = 3  # buffer groups: one counted while the others are read (3 MB of buffers in all)
+MAX_BUFFERS = 64  # buffers per preadv, far below any IOV_MAX (tiny block sizes)
+_CAN_OVERLAP = hasattr(os, "preadv")
 
 
 def count_newlines(buf, start: int = 0, end: int | None = None) -> int:
@@ -80,33 +86,72 @@ class LineIndex:
     def extend(self, f, *, until_newlines: int | None = None, cancel=None) -> None:
         """Scan forward until at least `until_newlines` newlines are counted (None: to the end).
 
-        One pread per block, counted whole: a fresh bytes object per block is the only copy (a
-        slice of a bigger buffer would be a second one), so the scan runs at about the speed of
-        reading the file (`tail -n +N` reads it too)."""
+        The first OVERLAP_AFTER bytes of a call are read one pread per block (a shallow page of
+        a big file reads no further than it needs); past that a reader thread reads ahead into
+        reused buffers while this thread counts, so the copy out of the page cache (which
+        releases the GIL) and the count (which holds it) run at the same time. Blocks, checkpoints
+        and the handling of a file that shrinks are the same either way."""
         if self.complete or (until_newlines is not None and self.newlines >= until_newlines):
             return
-        fd = f.fileno()
         since_cancel = 0
-        while not self.complete:
-            want = min(self.block_size, self.size - self.scanned)
-            block = os.pread(fd, want, self.scanned)
-            if not block:
-                self.size = self.scanned  # the file shrank under us: what we saw is the end
-                break
-            if self.scanned and self.offsets[-1] != self.scanned:
-                self.offsets.append(self.scanned)
-                self.lines_before.append(self.newlines)
-            self.newlines += count_newlines(block)
-            self.ends_with_newline = block[-1] == 0x0A
-            self.scanned += len(block)
+        blocks = self._blocks(f.fileno())
+        try:
+            for buf, length in blocks:
+                if self.scanned and self.offsets[-1] != self.scanned:
+                    self.offsets.append(self.scanned)
+                    self.lines_before.append(self.newlines)
+                self.newlines += count_newlines(buf) if length == len(buf) else count_newlines(buf, 0, length)
+                self.ends_with_newline = buf[length - 1] == 0x0A
+                self.scanned += length
+                if until_newlines is not None and self.newlines >= until_newlines:
+                    break
+                since_cancel += length
+                if cancel is not None and since_cancel >= CHUNK_SIZE:
+                    since_cancel = 0
+                    cancel()
+        finally:
+            blocks.close()  # stops and joins the reader thread, whatever ended the scan
+
+    def _blocks(self, fd: int):
+        """(buffer, length) of each next block from `self.scanned`, up to `self.size`.
+
+        A short read means the file shrank (a regular file reads short only at its end): the
+        size becomes where it ended, set before the block is handed out. A buffer is counted by
+        the caller before the next one is asked for, so the reader may refill it after that."""
+        pos = self.scanned
+        serial_end = pos + OVERLAP_AFTER if _CAN_OVERLAP else self.size
+        while pos < self.size and pos < serial_end:
+            want = min(self.block_size, self.size - pos)
+            block = os.pread(fd, want, pos)
             if len(block) < want:
-                self.size = self.scanned  # shrank: a regular file reads short only at its end
-            if until_newlines is not None and self.newlines >= until_newlines:
-                break
-            since_cancel += len(block)
-            if cancel is not None and since_cancel >= CHUNK_SIZE:
-                since_cancel = 0
-                cancel()
+                self.size = pos + len(block)
+            if not block:
+                return
+            yield block, len(block)
+            pos += len(block)
+        if pos >= self.size:
+            return
+        reader = _ReadAhead(fd, pos, self.size, self.block_size)
+        try:
+            while True:
+                got = reader.next()
+                if got is None:
+                    return
+                group, n, want = got
+                if n < want:
+                    self.size = pos + n
+                for buf in group:
+                    if n <= 0:
+                        break
+                    length = min(len(buf), n)
+                    yield buf, length
+                    pos += length
+                    n -= length
+                reader.release(group)
+                if pos >= self.size:
+                    return
+        finally:
+            reader.close()
 
     def newlines_before(self, fd: int, offset: int) -> int | None:
         """Newlines in the file's bytes [0, offset), from the index and one block read through
@@ -136,6 +181,59 @@ class LineIndex:
         for _ in range(line - before):
             pos = block.index(b"\n", pos + 1)
         return base + pos + 1
+
+
+class _ReadAhead:
+    """A thread that reads [start, end) of a file into a fixed set of reused buffers, a group of
+    blocks per preadv, at most READ_AHEAD groups ahead of the thread that counts them.
+
+    Reused buffers keep memory bounded and spare the page faults of a fresh allocation per
+    block; one read per group keeps the hand-offs (and the GIL changing hands) few. `close`
+    stops the thread and waits for it: it never outlives the scan, also on cancel or error."""
+
+    def __init__(self, fd: int, start: int, end: int, block_size: int):
+        per = max(1, min(MAX_BUFFERS, READ_UNIT // block_size))
+        self._free: queue.SimpleQueue = queue.SimpleQueue()
+        self._ready: queue.SimpleQueue = queue.SimpleQueue()
+        for _ in range(READ_AHEAD):
+            self._free.put([bytearray(block_size) for _ in range(per)])
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, args=(fd, start, end, block_size * per),
+                                        name="codebelt-line-scan", daemon=True)
+        self._thread.start()
+
+    def _run(self, fd: int, pos: int, end: int, unit: int) -> None:
+        try:
+            while pos < end:
+                group = self._free.get()
+                if self._stop:
+                    return
+                want = min(unit, end - pos)
+                # Bytes past `end` (the file grew) are not the index's: it covers the size it was made for.
+                n = min(os.preadv(fd, group, pos), want)
+                self._ready.put((group, n, want))
+                if n < want:
+                    return
+                pos += n
+        except BaseException as e:  # noqa: BLE001 - handed to the counting thread, raised there
+            self._ready.put(e)
+        finally:
+            self._ready.put(None)
+
+    def next(self) -> tuple[list[bytearray], int, int] | None:
+        """The next group read: (buffers, bytes read, bytes asked for); None once the thread ended."""
+        item = self._ready.get()
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def release(self, group: list[bytearray]) -> None:
+        self._free.put(group)
+
+    def close(self) -> None:
+        self._stop = True
+        self._free.put(None)  # wakes the thread if it waits for a buffer
+        self._thread.join()
 
 
 @dataclass
