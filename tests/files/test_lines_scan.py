@@ -260,3 +260,20 @@ def test_reader_memory_is_bounded(tmp_path, small_units, monkeypatch):
     assert len(reads) == -(-len(data) // (2 * 4096)) and len(buffers) == 2 * 2
     assert ahead and max(ahead) <= 2 * 2 * 4096 + 4096
     assert state(index) == expected(data, 4096)
+
+
+def test_no_thread_to_be_had_scans_here(tmp_path, small_units, monkeypatch):
+    # a process at its thread limit: Thread.start raises; the scan reads the rest itself
+    small_units(4096)
+    data = random_text(19, 100_000)
+    path = tmp_path / "f.txt"
+    path.write_bytes(data)
+
+    def refuse(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(lines.threading.Thread, "start", refuse)
+    index = LineIndex(path, len(data), block_size=4096)
+    with open(path, "rb") as f:
+        index.extend(f)
+    assert state(index) == expected(data, 4096) and index.complete

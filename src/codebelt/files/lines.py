@@ -119,19 +119,17 @@ class LineIndex:
         size becomes where it ended, set before the block is handed out. A buffer is counted by
         the caller before the next one is asked for, so the reader may refill it after that."""
         pos = self.scanned
-        serial_end = pos + OVERLAP_AFTER if _CAN_OVERLAP else self.size
-        while pos < self.size and pos < serial_end:
-            want = min(self.block_size, self.size - pos)
-            block = os.pread(fd, want, pos)
-            if len(block) < want:
-                self.size = pos + len(block)
-            if not block:
-                return
-            yield block, len(block)
-            pos += len(block)
+        if not _CAN_OVERLAP or self.size - pos <= OVERLAP_AFTER:
+            yield from self._read_here(fd, pos, self.size)
+            return
+        pos = yield from self._read_here(fd, pos, pos + OVERLAP_AFTER)
         if pos >= self.size:
             return
-        reader = _ReadAhead(fd, pos, self.size, self.block_size)
+        try:
+            reader = _ReadAhead(fd, pos, self.size, self.block_size)
+        except RuntimeError:  # no thread to be had (a process or memory limit): read here
+            yield from self._read_here(fd, pos, self.size)
+            return
         try:
             while True:
                 got = reader.next()
@@ -152,6 +150,20 @@ class LineIndex:
                     return
         finally:
             reader.close()
+
+    def _read_here(self, fd: int, pos: int, end: int):
+        """Blocks read one pread each, from `pos` up to `end` (or the size, if less); returns
+        where it stopped."""
+        while pos < min(end, self.size):
+            want = min(self.block_size, self.size - pos)
+            block = os.pread(fd, want, pos)
+            if len(block) < want:
+                self.size = pos + len(block)
+            if not block:
+                break
+            yield block, len(block)
+            pos += len(block)
+        return pos
 
     def newlines_before(self, fd: int, offset: int) -> int | None:
         """Newlines in the file's bytes [0, offset), from the index and one block read through
