@@ -6,6 +6,7 @@ not by a poll that sees it up to 50 ms late).
     .venv/bin/python benchmarks/bench_files.py [--quick]
     .venv/bin/python benchmarks/bench_files.py --open-path --before REF [--runs 5]
     .venv/bin/python benchmarks/bench_files.py --scan
+    .venv/bin/python benchmarks/bench_files.py --read [--before REF] [--runs 5]
 
 The corpus is generated once under benchmarks/.corpus/ (gitignored) and reused. `--quick` uses a
 ~50 MB file with the page at line 500,000 (for a fast smoke run).
@@ -15,7 +16,10 @@ Write and Edit of small files through a Session (on /dev/shm, so fsync does not 
 this tree and for the commit REF (checked out into a temporary worktree), run alternately in the
 same minute, and the bare open of a file (`open()` vs `Beneath.open_regular`). `--scan` times the one walk of a 100,000-file tree
 (`files/scan.py`) and what is derived from it: first walk, refreshes, the Read-deny masks, the
-sandbox's protected paths, next to `find` listing the same tree.
+sandbox's protected paths, next to `find` listing the same tree. `--read` times only the deep
+Read, three ways: in a session just opened with the defaults (its code index warming up in a
+thread meanwhile), in one opened with `codebelt call`'s settings, and as a whole `codebelt call
+Read` process; with `--before REF`, for REF too, each side once per round, in turn.
 """
 
 from __future__ import annotations
@@ -33,6 +37,10 @@ import time
 from pathlib import Path
 
 import exact
+# What `codebelt call` runs a session with: no code index or language servers warming up in the
+# background of the one call (a session opened with the defaults starts them at once, in a thread
+# that imports and indexes while its first call runs).
+from codebelt.cli.call import ONE_SHOT
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / ".corpus"
@@ -82,10 +90,11 @@ def tail_head(path: Path, start: int, count: int) -> bytes:
 CHILD = r"""
 import json, resource, sys, time
 path, offset, limit, nearby = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+extra = json.loads(sys.argv[5]) if len(sys.argv) > 5 else {}
 from codebelt import Session
 # Budget wide enough for the whole 2,000-line page, so both sides return the same lines.
 s = Session(root=str(__import__('pathlib').Path(path).parent), audit=False, load_user_settings=False,
-            settings={"read": {"maxTokens": 100_000}})
+            settings={"read": {"maxTokens": 100_000}, **extra})
 t = time.perf_counter()
 r1 = s.call("Read", {"file_path": path, "offset": offset, "limit": limit})
 first = time.perf_counter() - t
@@ -100,28 +109,108 @@ s.close()
 """
 
 
+LAUNCH = "import sys; from codebelt.cli import main; sys.exit(main(use_helper=False))"
+
+
+def _env(src: Path | None) -> dict:
+    """The Read's processes run from compiled bytecode, as an installed codebelt does (kept under
+    the corpus, not in the tree): with PYTHONDONTWRITEBYTECODE set, as on some development
+    machines, every process compiles each module it imports (~70 ms of CPU per `codebelt call`
+    here, some of it inside the first call, which imports the tool)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(CORPUS / "pycache")
+    if src:
+        env["PYTHONPATH"] = str(src)
+    return env
+
+
+def read_child(path: Path, offset: int, limit: int, settings: dict, src: Path | None = None) -> dict:
+    """A Read of a deep page and of a nearby one in a fresh process (a Session opened with
+    `settings`), timed inside it; `src`: another tree's sources."""
+    out = subprocess.run(
+        [PY, "-c", CHILD, str(path), str(offset), str(limit), str(offset + 3 * limit), json.dumps(settings)],
+        capture_output=True, text=True, timeout=600, start_new_session=True, env=_env(src),
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"child failed: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def read_process(path: Path, offset: int, limit: int, src: Path | None = None) -> float:
+    """The whole `codebelt call Read` process for the deep page: interpreter, imports, scan, output."""
+    conf = CORPUS / "read-budget.json"
+    conf.write_text(json.dumps({"read": {"maxTokens": 100_000}}))
+    argv = [PY, "-c", LAUNCH, "call", "--root", str(path.parent), "--settings", str(conf), "--new-session",
+            "Read", json.dumps({"file_path": str(path), "offset": offset, "limit": limit})]
+    t = time.perf_counter()
+    out = exact.run(argv, capture_output=True, timeout=600, env={**_env(src), "CODEBELT_HELPER": "0"})
+    took = time.perf_counter() - t
+    if out.returncode != 0 or out.stdout.count(b"\n") < limit - 1:
+        raise SystemExit(f"codebelt call failed: {out.stderr[-2000:]!r} {out.stdout[:300]!r}")
+    return took
+
+
 def deep_read(path: Path, offset: int, limit: int, runs: int) -> tuple[dict, float]:
     """The Read of a deep page in a fresh process and `tail | head` of the same lines, in turn
     (so the machine's load falls on both alike): the Read's figures and the best `tail | head`."""
-    results, t_tail = [], []
+    results, one_shot, t_tail = [], [], []
     for _ in range(runs):
         t = time.perf_counter()
         tail_head(path, offset, limit)
         t_tail.append(time.perf_counter() - t)
-        out = subprocess.run(
-            [PY, "-c", CHILD, str(path), str(offset), str(limit), str(offset + 3 * limit)],
-            capture_output=True, text=True, timeout=600, start_new_session=True,
-        )
-        if out.returncode != 0:
-            raise SystemExit(f"child failed: {out.stderr[-2000:]}")
-        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        results.append(read_child(path, offset, limit, {}))
+        one_shot.append(read_child(path, offset, limit, ONE_SHOT)["first"])
     return {
         "first": min(r["first"] for r in results),
+        "one_shot": min(one_shot),
         "second": min(r["second"] for r in results),
         "maxrss_mb": max(r["maxrss_mb"] for r in results),
         "rows": results[0]["rows"],
         "first_row": results[0]["first_row"],
     }, min(t_tail)
+
+
+def read_before(path: Path, offset: int, limit: int, runs: int, before: str | None) -> None:
+    """The deep Read three ways (a session opened with the defaults, one with `codebelt call`'s
+    settings, the whole `codebelt call Read` process), for this tree and for commit `before`,
+    next to `tail | head`: every measurement once per round, the rounds in turn."""
+    repo = HERE.parent
+    sides: list[tuple[str, Path | None]] = [("now", None)]
+    tree = None
+    if before:
+        tree = Path(tempfile.mkdtemp(prefix="bench-before-"))
+        subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", "--detach", str(tree), before], check=True)
+        sides.append((before, tree / "src"))
+    times: dict[tuple[str, str], list[float]] = {}
+    rss: dict[str, float] = {}
+    load = [os.getloadavg()[0]]
+    try:
+        for _ in range(runs):
+            t = time.perf_counter()
+            tail_head(path, offset, limit)
+            times.setdefault(("tail", ""), []).append(time.perf_counter() - t)
+            for label, src in sides:
+                r = read_child(path, offset, limit, {}, src)
+                times.setdefault(("session", label), []).append(r["first"])
+                rss[label] = max(rss.get(label, 0.0), r["maxrss_mb"])
+                times.setdefault(("one-shot", label), []).append(read_child(path, offset, limit, ONE_SHOT, src)["first"])
+                times.setdefault(("process", label), []).append(read_process(path, offset, limit, src))
+            load.append(os.getloadavg()[0])
+    finally:
+        if tree:
+            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], check=False)
+    tail = min(times[("tail", "")])
+    print(f"Read 2,000 lines at line {offset:,}; best of {runs} rounds, each side once per round, in turn; "
+          f"load average (1 min) {min(load):.1f}-{max(load):.1f} on {os.cpu_count()} cores")
+    print(f"{'measurement':<58} " + " ".join(f"{label:>12}" for label, _ in sides) + f" {'tail | head':>12}  ratio")
+    names = {"session": "the call, in a session just opened (defaults)",
+             "one-shot": "the call, in a session with `codebelt call`'s settings",
+             "process": "the whole `codebelt call Read` process"}
+    for key, name in names.items():
+        best_of = [min(times[(key, label)]) for label, _ in sides]
+        ratios = " / ".join(f"{b / tail:.2f}×" for b in best_of)
+        print(f"{name:<58} " + " ".join(f"{b * 1000:>10.1f}ms" for b in best_of) + f" {tail * 1000:>10.1f}ms  {ratios}")
+    print("peak RSS of the Read process: " + ", ".join(f"{label} {rss[label]:.1f} MB" for label, _ in sides))
 
 
 def edit_vs_cp(src: Path, runs: int) -> dict:
@@ -368,11 +457,12 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="~50 MB corpus, page at line 500,000")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--open-path", action="store_true", help="the cost of opening through files/beneath")
-    ap.add_argument("--before", default="HEAD~1", help="with --open-path: the commit to compare with")
+    ap.add_argument("--before", default=None, help="with --open-path (default HEAD~1) or --read: the commit to compare with")
+    ap.add_argument("--read", action="store_true", help="only the deep Read, three ways (with --before: against that commit)")
     ap.add_argument("--scan", action="store_true", help="the shared tree walk on a 100,000-file tree")
     args = ap.parse_args()
     if args.open_path:
-        open_path(args.before, args.runs)
+        open_path(args.before or "HEAD~1", args.runs)
         return
     if args.scan:
         scan_tree(args.runs)
@@ -390,6 +480,9 @@ def main() -> None:
 
     tail_head(big, offset, limit)  # warm the page cache so both sides read from memory
     expected_first = tail_head(big, offset, 1).decode().rstrip("\n")
+    if args.read:
+        read_before(big, offset, limit, args.runs, args.before)
+        return
     deep, t_tail = deep_read(big, offset, limit, args.runs)
     assert deep["first_row"] == f"{offset:>6}\t{expected_first}", (deep["first_row"], expected_first)
     ev = edit_vs_cp(mid, max(args.runs, 3))
@@ -398,6 +491,7 @@ def main() -> None:
     rows = [
         ("Read 2,000 lines at line {:,} (fresh process)".format(offset), deep["first"], "tail | head", t_tail,
          "goal ≤ 2×"),
+        ("  same, `codebelt call`'s settings (no warm-up)", deep["one_shot"], "tail | head", t_tail, ""),
         ("Read of a nearby page (cached line index)", deep["second"], "first Read", deep["first"], "goal ≥ 10× faster"),
         ("Edit one line, 50 MB file (with fsync)", ev["edit"], "cp", ev["cp"], ""),
         ("  same Edit", ev["edit"], "cp + fsync", ev["cp_fsync"], "goal ≤ 2×"),
