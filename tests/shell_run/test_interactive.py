@@ -71,6 +71,18 @@ def test_a_program_its_shell_waits_for_is_seen_waiting_for_input(shell):
     assert r.data["status"] == "completed" and "after" in r.data["stdout"], r.text
 
 
+def test_a_command_computing_in_a_child_is_not_quiet(shell):
+    # The shell sleeps in a read of the `$(…)` pipe while its child computes for 1.5 s without
+    # printing (as a pyenv shim works out which python to start): the answer is still coming,
+    # so the wait does not end on half a second of quiet after the echo of the input.
+    s = shell.session()
+    compute = "python3 -c 'import time; t = time.monotonic()\nwhile time.monotonic() - t < 1.5: pass\nprint(42)'"
+    tid = start(s, f"read -r a; x=$({compute}); echo \"got $x\"; read -r b")
+    r = send(s, tid, "go\n")
+    assert "got 42" in r.data["stdout"] and r.data["waitingForInput"], r.text
+    send(s, tid, "\n")
+
+
 ANSWER_IN_PIECES = r"""
 import os
 while True:

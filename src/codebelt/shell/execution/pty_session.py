@@ -414,15 +414,13 @@ class Pty(Interactive):
             return True
 
     def busy(self) -> bool:
+        """The foreground group's leader, one of its threads or a process it started is running
+        or in disk I/O: a shell's command, a wrapper's `$(…)` (a pyenv shim working out which
+        python to start) compute while the leader sleeps in a wait or in a pipe's read."""
         pid = self.foreground()
         if pid is None:
             return False
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            return False
-        return stat[stat.rfind(b")") + 2:].split()[0] in (b"R", b"D")
+        return _running_below(pid)
 
     def progress_mark(self) -> int:
         """Changes once the program whose turn it is (_turn_holder: the one that reads the
@@ -458,6 +456,30 @@ def _blocked_in(pid: int) -> tuple[int, int] | None:
         return int(call[0]), int(call[1], 16)
     except ValueError:
         return None
+
+
+def _running_below(pid: int, limit: int = 64) -> bool:
+    """A thread of `pid` or of a process below it (the first `limit` threads found) is running
+    or in disk I/O."""
+    todo, looked = [pid], 0
+    while todo and looked < limit:
+        proc = todo.pop()
+        try:
+            threads = os.listdir(f"/proc/{proc}/task")
+        except OSError:
+            continue
+        for tid in threads[: limit - looked]:
+            looked += 1
+            try:
+                with open(f"/proc/{proc}/task/{tid}/stat", "rb") as f:
+                    stat = f.read()
+                if stat[stat.rfind(b")") + 2:].split()[0] in (b"R", b"D"):
+                    return True
+                with open(f"/proc/{proc}/task/{tid}/children", "rb") as f:
+                    todo.extend(int(c) for c in f.read().split())
+            except (OSError, ValueError):
+                continue
+    return False
 
 
 def _only_child(pid: int) -> int | None:
