@@ -85,6 +85,7 @@ def test_a_command_computing_in_a_child_is_not_quiet(shell):
 
 ANSWER_IN_PIECES = r"""
 import os
+os.write(1, b"> ")
 while True:
     line = os.read(0, 100)
     if not line:
@@ -102,6 +103,9 @@ def test_a_wait_for_input_ends_only_after_the_whole_answer_came_through(shell, t
     script.write_text(ANSWER_IN_PIECES)
     s = shell.session()
     tid = start(s, f"python3 {script}")
+    # its first prompt: started (`python3` may be a pyenv shim, which takes over 0.5 s under
+    # load, silent and at times asleep: a wait may end on that quiet; the answers are the subject)
+    until(s, tid, "> ")
     for i in range(300):
         r = send(s, tid, f"{i}\n")
         assert r.data["waitingForInput"] and r.data["stdout"].endswith(f"answer {i}\n> "), (i, r.text)

@@ -269,6 +269,11 @@ class Interactive(Stdio):
         """Whether the program is running (on a CPU or in disk I/O) rather than asleep."""
         return False
 
+    def output_pending(self) -> bool:
+        """Whether output the program wrote is still on its way to the spool (only a terminal
+        can tell)."""
+        return False
+
     def progress_mark(self) -> int:
         """A number that changes when the program that reads the input runs (context switches)."""
         return 0
@@ -412,6 +417,9 @@ class Pty(Interactive):
             return False
         with self.output.copying:
             return True
+
+    def output_pending(self) -> bool:
+        return not self._copied()
 
     def busy(self) -> bool:
         """The foreground group's leader, one of its threads or a process it started is running
@@ -600,8 +608,13 @@ def wait_for_output(io: Interactive, *, since: int, timeout_s: float, quiet_s: f
             poll = CONFIRM_S / 2
         else:
             seen_waiting = None
-        if quiet_s is not None and out.size > since and now - out.last_output >= quiet_s and not io.busy():
-            return WaitResult("quiet", out.size)  # a program still computing is not quiet
+        if (quiet_s is not None and out.size > since and now - out.last_output >= quiet_s and not io.busy()
+                and not io.output_pending() and time.monotonic() - out.last_output >= quiet_s):
+            # a program still computing is not quiet, nor one whose output the terminal layer
+            # has yet to push to our side (its kernel worker lags under load: the program may
+            # have answered and be asleep again while our side has seen nothing for 0.5 s);
+            # the quiet is measured again once what was pending is copied
+            return WaitResult("quiet", out.size)
         if now >= deadline:
             return WaitResult("timeout", out.size)
         wait = deadline - now
