@@ -182,3 +182,26 @@ def host_processes_with(marker: str) -> list[int]:
             except OSError:
                 pass
     return found
+
+
+def resident_jail(ws: Path, tmpd: Path, path: str, monkeypatch) -> Sandbox:
+    """A session whose resident jail runs, on the request path `path` ("native": the compiled
+    one, "python": resident.py's), after its first command; skips where it cannot."""
+    from codebelt.sandbox import native
+
+    why = backend_unusable("bwrap")
+    if why:
+        pytest.skip(f"bwrap cannot work here: {why}")
+    if path == "native" and not native.available():
+        pytest.skip("the compiled request path is not built here")
+    monkeypatch.setenv("CODEBELT_RESIDENT_NATIVE", "1" if path == "native" else "0")
+    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode="bwrap", name=sandbox_name()))
+    if sb.jail.backend != "bwrap" or not sb._stage_abi:
+        sb.close()
+        pytest.skip(f"no bwrap jail with its Landlock layer here: {sb.jail.reason}")
+    r = jailed(sb, "true", ws)
+    if sb._resident is None:
+        sb.close()
+        pytest.skip(f"no resident jail here: {sb._resident_failed}")
+    assert r.returncode == 0, r.stdout
+    return sb

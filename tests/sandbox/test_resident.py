@@ -15,7 +15,7 @@ import pytest
 
 from codebelt.sandbox import Sandbox, SandboxConfig, native
 
-from .conftest import backend_unusable, host_processes_with, jailed, sandbox_name
+from .conftest import backend_unusable, host_processes_with, jailed, resident_jail, sandbox_name
 
 
 @pytest.fixture(params=["native", "python"])
@@ -29,19 +29,8 @@ def request_path(request, monkeypatch):
 
 
 @pytest.fixture
-def resident(ws: Path, tmpd: Path, request_path):
-    why = backend_unusable("bwrap")
-    if why:
-        pytest.skip(f"bwrap cannot work here: {why}")
-    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode="bwrap", name=sandbox_name()))
-    if sb.jail.backend != "bwrap" or not sb._stage_abi:
-        sb.close()
-        pytest.skip(f"no bwrap jail with its Landlock layer here: {sb.jail.reason}")
-    r = jailed(sb, "true", ws)
-    if sb._resident is None:
-        sb.close()
-        pytest.skip(f"no resident jail here: {sb._resident_failed}")
-    assert r.returncode == 0, r.stdout
+def resident(ws: Path, tmpd: Path, request_path, monkeypatch):
+    sb = resident_jail(ws, tmpd, request_path, monkeypatch)
     assert sb._resident.native == (request_path == "native"), sb._resident.native_failed
     yield sb
     sb.close()

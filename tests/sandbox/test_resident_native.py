@@ -16,28 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from codebelt.sandbox import Sandbox, SandboxConfig, native, residency
+from codebelt.sandbox import Sandbox, native, residency
 
-from .conftest import backend_unusable, jailed, sandbox_name
+from .conftest import jailed, resident_jail
 
 
 def _session(ws: Path, tmpd: Path, path: str, monkeypatch) -> Sandbox:
-    why = backend_unusable("bwrap")
-    if why:
-        pytest.skip(f"bwrap cannot work here: {why}")
-    if path == "native" and not native.available():
-        pytest.skip("the compiled request path is not built here")
-    monkeypatch.setenv("CODEBELT_RESIDENT_NATIVE", "1" if path == "native" else "0")
-    sb = Sandbox(SandboxConfig((ws.resolve(),), tmpd.resolve(), mode="bwrap", name=sandbox_name()))
-    if sb.jail.backend != "bwrap" or not sb._stage_abi:
-        sb.close()
-        pytest.skip(f"no bwrap jail with its Landlock layer here: {sb.jail.reason}")
-    r = jailed(sb, "true", ws)
-    if sb._resident is None:
-        sb.close()
-        pytest.skip(f"no resident jail here: {sb._resident_failed}")
-    assert r.returncode == 0, r.stdout
-    return sb
+    return resident_jail(ws, tmpd, path, monkeypatch)
 
 
 def _changed_requests(monkeypatch, change):
