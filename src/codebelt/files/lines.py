@@ -32,8 +32,11 @@ CHUNK_SIZE = 8 * 1024 * 1024  # bytes scanned between checks for cancellation
 MAX_LINE_CHARS = 5000  # longer lines become continuation rows N.1, N.2, …
 PIECE_BYTES = 64 * 1024  # a long line is read in pieces of this size
 OVERLAP_AFTER = 1024 * 1024  # bytes a scan reads itself before a reader thread reads ahead for it
-READ_UNIT = 1024 * 1024  # bytes per read of that thread (one preadv into several block buffers)
-READ_AHEAD = 3  # buffer groups: one counted while the others are read (3 MB of buffers in all)
+# Bytes per read of that thread (one preadv into several block buffers) and groups of buffers (one
+# counted while the other is read: 4 MB in all). Each group costs two hand-offs and the GIL changing
+# hands; 478 MB scanned took 125 ms serially, 115 ms with 1 MB reads, 90 ms with 2 MB and 4 MB ones.
+READ_UNIT = 2 * 1024 * 1024
+READ_AHEAD = 2
 MAX_BUFFERS = 64  # buffers per preadv, far below any IOV_MAX (tiny block sizes)
 _CAN_OVERLAP = hasattr(os, "preadv")
 
