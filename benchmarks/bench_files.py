@@ -159,10 +159,11 @@ def deep_read(path: Path, offset: int, limit: int, runs: int) -> tuple[dict, flo
         tail_head(path, offset, limit)
         t_tail.append(time.perf_counter() - t)
         results.append(read_child(path, offset, limit, {}))
-        one_shot.append(read_child(path, offset, limit, ONE_SHOT)["first"])
+        one_shot.append(read_child(path, offset, limit, ONE_SHOT))
     return {
         "first": min(r["first"] for r in results),
-        "one_shot": min(one_shot),
+        "one_shot": min(r["first"] for r in one_shot),
+        "one_shot_second": min(r["second"] for r in one_shot),
         "second": min(r["second"] for r in results),
         "maxrss_mb": max(r["maxrss_mb"] for r in results),
         "rows": results[0]["rows"],
@@ -492,7 +493,9 @@ def main() -> None:
         ("Read 2,000 lines at line {:,} (fresh process)".format(offset), deep["first"], "tail | head", t_tail,
          "goal ≤ 2×"),
         ("  same, `codebelt call`'s settings (no warm-up)", deep["one_shot"], "tail | head", t_tail, ""),
-        ("Read of a nearby page (cached line index)", deep["second"], "first Read", deep["first"], "goal ≥ 10× faster"),
+        ("Read of a nearby page (cached line index)", deep["one_shot_second"], "first Read", deep["one_shot"],
+         "goal ≥ 10× faster"),
+        ("  same, in the session just opened", deep["second"], "first Read", deep["first"], "(warm-up meanwhile)"),
         ("Edit one line, 50 MB file (with fsync)", ev["edit"], "cp", ev["cp"], ""),
         ("  same Edit", ev["edit"], "cp + fsync", ev["cp_fsync"], "goal ≤ 2×"),
         ("  same Edit, no checkpoint kept", ev["edit_no_checkpoint"], "cp + fsync", ev["cp_fsync"], ""),
