@@ -37,10 +37,12 @@ import time
 from pathlib import Path
 
 import exact
-# What `codebelt call` runs a session with: no code index or language servers warming up in the
-# background of the one call (a session opened with the defaults starts them at once, in a thread
-# that imports and indexes while its first call runs).
-from codebelt.cli.call import ONE_SHOT
+from codebelt.cli.call import ONE_SHOT as CALL_SETTINGS
+
+# What `codebelt call` runs its session with: no code index or language servers warming up and no
+# checkpoint baseline begun in the background of the one call (a session opened with the defaults
+# starts both at once, in threads that import, index and hash while its first call runs).
+ONE_SHOT = {**CALL_SETTINGS, "checkpoints": {"baselineAtStart": False}}
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / ".corpus"
