@@ -39,10 +39,6 @@ def available() -> bool:
     return _zygote is not None
 
 
-def wanted() -> bool:
-    return available() and os.environ.get("CODEBELT_RESIDENT_NATIVE", "1") != "0"
-
-
 def why_not(writable: "tuple[Path, ...] | list[Path]") -> str | None:
     """Why a resident should not load the extension (None: it should)."""
     if not available():

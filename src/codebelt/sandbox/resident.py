@@ -297,10 +297,9 @@ def warm_up(layer, prepare):
     are its own when the request comes. The spawn fails at exec (no such file) and is reaped."""
     sample = marshal.dumps({"argv": ["/bin/sh", "-c", ":"], "env": {"PATH": "/usr/bin", "HOME": "/tmp"}, "cwd": "/",
                             "tmpfs": ["/tmp"], "masks": ["/etc/shadow"], "abi": 4, "writable": ["/tmp"], "fds": [1, 2]})
-    marshal.loads(sample)
+    parsed = marshal.loads(sample)
     if NATIVE is not None:  # the compiled path's parse, on a sample shaped as this zygote's requests
-        NATIVE.warm_up(marshal.dumps({**marshal.loads(sample),
-                                      **{k: prepare[k] for k in ("tmpfs", "abi", "writable") if k in prepare}}),
+        NATIVE.warm_up(marshal.dumps({**parsed, **{k: prepare[k] for k in ("tmpfs", "abi", "writable") if k in prepare}}),
                        2, prepare)
     null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
     copy = fcntl.fcntl(null, fcntl.F_DUPFD_CLOEXEC, 3)
