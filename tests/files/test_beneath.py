@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -135,3 +137,38 @@ def test_opened_reads_what_was_opened_not_what_the_path_holds(mechanism, tree):
         f.unlink()
         f.write_text("replaced")
         assert o.read_bytes() == b"inside"
+
+
+CLOSE_SOON = [  # (size, replaced by a rename while open, closed by a thread of its own)
+    (engine.FREE_LATER_BYTES, True, True),
+    (engine.FREE_LATER_BYTES - 1, True, False),
+    (engine.FREE_LATER_BYTES, False, False),
+]
+
+
+@pytest.mark.parametrize("size, replaced, in_thread", CLOSE_SOON)
+def test_close_soon_frees_a_replaced_large_file_off_the_callers_path(tmp_path, monkeypatch, size, replaced, in_thread):
+    f = tmp_path / "f"
+    with open(f, "wb") as out:
+        out.truncate(size)
+    closed_by: list[str] = []
+    real_close = os.close
+
+    def close(fd: int) -> None:
+        closed_by.append(threading.current_thread().name)
+        real_close(fd)
+
+    opened = engine.ANYWHERE.open_regular(f)
+    if replaced:
+        (tmp_path / "new").write_bytes(b"new")
+        os.replace(tmp_path / "new", f)
+    monkeypatch.setattr(os, "close", close)
+    opened.close_soon()
+    assert opened.fd == -1
+    deadline = time.monotonic() + 10
+    while not closed_by and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(closed_by) == 1, "closed once, and surely"
+    assert (closed_by[0] != threading.current_thread().name) == in_thread
+    opened.close_soon()  # idempotent
+    assert len(closed_by) == 1

@@ -70,6 +70,14 @@ PENDING = ("not kept: the checkpoint baseline had not reached it yet when the ca
            "the background from the session's start)")
 PENDING_FILE = Entry(FILE, lost=PENDING)  # a file listed, its pre-image not yet established
 
+# A file whose content is being kept after the call that wrote it returned (see `deferred`);
+# each such entry's `lost` is this text and a tag of its own, by which its rows are settled.
+DEFERRED = "not kept yet: being copied after the call returned"
+
+
+def is_deferred(e: Entry) -> bool:
+    return e.kind == FILE and e.hash is None and (e.lost or "").startswith(DEFERRED)
+
 
 def stat_key(st: os.stat_result) -> StatKey:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)

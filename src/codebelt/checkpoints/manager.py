@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from . import keeping
-from .entries import ABSENT, FILE, Entry, kind_of, lstat, stat_key
+from .deferred import DEFER_BYTES, Deferred
+from .entries import ABSENT, FILE, Entry, is_deferred, kind_of, lstat, stat_key
 from .manifest import Manifest, live_hashes
 from .records import Change, Checkpoint, Records
 from .rewind import Plan, Result, apply, plan
@@ -114,6 +115,7 @@ class Checkpoints:
         self.tracker: Tracker | None = None
         self._baseline: threading.Thread | None = None
         self._tasks: dict[str, int] = {}  # background task id → its open checkpoint
+        self._deferred = Deferred(self.store, self.records, limits.max_file_bytes)
         self._closed = False
         self.collect_if_due()
 
@@ -122,6 +124,7 @@ class Checkpoints:
         """A call that writes the given paths (file tools): their state now, contents kept."""
         # never a repository's own files: a rewind never writes into .git
         paths = [p for p in dict.fromkeys(os.path.abspath(p) for p in paths) if ".git" not in p.split("/")]
+        self._settle()
         with self._lock:
             if self._tasks and self.tracker is not None:  # what running tasks wrote so far is theirs
                 self._absorb(self.tracker.sync(self._budget()))
@@ -133,17 +136,19 @@ class Checkpoints:
         look is someone else's (or a running task's), what changes from now on is this call's.
         Waits for the baseline's watches, not for its contents (see `start_background`)."""
         tracker = self._tracker()
+        self._settle()
         with self._lock:
             if tracker.mode != "off":
                 self._absorb(tracker.sync(self._budget()))
         return Recording(self, tool, label, None, {})
 
     def _finish(self, rec: Recording) -> int | None:
+        self._settle()
         with self._lock:
             budget = self._budget()
             notes: list[str] = []
-            if rec.paths is not None:
-                after = self._look(rec.paths, budget)
+            if rec.paths is not None:  # a large file's new content is kept after the call returns
+                after = self._look(rec.paths, budget, defer_at=DEFER_BYTES)
                 changes = [Change(p, rec.before[p], after[p]) for p in rec.paths]
                 changes = [c for c in changes if changed(c)]
             else:
@@ -158,8 +163,25 @@ class Checkpoints:
             notes += _notes(changes, self.relative)
             if not changes and not notes:
                 return None
-            return self.records.add(self.workspace, self.session, "call", rec.tool, rec.label, changes, notes,
-                                    started=rec.started)
+            cid = self.records.add(self.workspace, self.session, "call", rec.tool, rec.label, changes, notes,
+                                   started=rec.started)
+            for c in changes:
+                if is_deferred(c.after):
+                    self._deferred.add(cid, c.path, c.after)
+            return cid
+
+    def _settle(self) -> None:
+        """Wait for the contents being kept after earlier calls (see `deferred`); the tracker
+        takes their entries. Called before the lock is taken: the copies do not need it, and
+        every other call would stall behind a wait made with it held."""
+        done = self._deferred.settle()
+        if not done:
+            return
+        with self._lock:
+            tracker = self.tracker
+            for path, recorded, settled in done:
+                if tracker is not None and tracker.entries.get(path) is recorded:
+                    tracker.entries[path] = settled
 
     def _absorb(self, changes: list[Change]) -> None:
         """Changes seen between calls: a running task's, else someone else's (kept as baseline)."""
@@ -188,6 +210,7 @@ class Checkpoints:
 
     def close_task(self, task_id: str) -> int | None:
         """The task ended: what changed since the last look is its own; close its checkpoint."""
+        self._settle()
         with self._lock:
             cid = self._tasks.pop(task_id, None)
             if cid is None:
@@ -317,12 +340,12 @@ class Checkpoints:
         tracker.filled.wait()
         return f"{tracker.mode}: {tracker.reason}"
 
-    def _look(self, paths: list[str], budget: Budget) -> dict[str, Entry]:
+    def _look(self, paths: list[str], budget: Budget, defer_at: int | None = None) -> dict[str, Entry]:
         if self.tracker is not None and self.tracker.watched.is_set():
-            return self.tracker.look(paths, budget)
+            return self.tracker.look(paths, budget, defer_at)
         probe = Tracker(self.roots, self.store, {}, file_limit=self.limits.max_file_bytes, max_entries=0,
                         use_journal=False)
-        return probe.look(paths, budget)
+        return probe.look(paths, budget, defer_at)
 
     def _restored(self, paths: list[str], targets: dict[str, Entry]) -> dict[str, Entry]:
         """What restored paths hold: the target each was written from, with its new stat
@@ -355,6 +378,7 @@ class Checkpoints:
                diff: bool = False) -> RewindReport:
         """Back to the state before checkpoint `cid`: it and every later checkpoint (of
         `session`, when given) undone, newest first. Raises KeyError for an unknown id."""
+        self._settle()
         with self._lock:
             if self.get(cid) is None:
                 raise KeyError(cid)
@@ -460,6 +484,7 @@ class Checkpoints:
         return freed
 
     def close(self) -> None:
+        self._settle()  # the copies being made are finished, not dropped: a later rewind needs them
         with self._lock:
             if self._closed:
                 return

@@ -127,6 +127,22 @@ class Records:
                 self.conn.execute("ROLLBACK")
                 raise
 
+    def settle(self, cid: int, path: str, tag: str, entry: Entry) -> None:
+        """A content kept after its checkpoint was recorded: every row of `path` from checkpoint
+        `cid` on whose side still says `tag` (the one recorded, or a later one's pre-image taken
+        from it) gets `entry`'s hash and reason."""
+        with self.lock:
+            self.conn.execute("BEGIN")
+            try:
+                for side in ("a", "b"):
+                    self.conn.execute(f"UPDATE changes SET {side}_hash=?, {side}_lost=? "
+                                      f"WHERE checkpoint>=? AND path=? AND {side}_lost=?",
+                                      (entry.hash, entry.lost, cid, path, tag))
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+
     def _insert(self, cid: int, changes: Iterable[Change], replace: bool = False) -> None:
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         self.conn.executemany(

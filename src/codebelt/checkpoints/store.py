@@ -22,7 +22,9 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
+
+from .entries import StatKey, stat_key
 
 LOOSE_BYTES = 1 << 20
 PACK_BYTES = 256 << 20  # a pack is closed past this size and a new one begun
@@ -47,6 +49,11 @@ class TooLarge(Exception):
 
 class Unreadable(Exception):
     """The file could not be read (gone, permission, not a regular file)."""
+
+
+class Changed(Unreadable):
+    """The file is not the one expected (its stat identity differs), or changed while read:
+    nothing was kept."""
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -89,9 +96,11 @@ class ObjectStore:
                 self._index(digest, len(data), pack, offset)
         return digest
 
-    def put_file(self, path: str, limit: int | None = None) -> tuple[str, int]:
+    def put_file(self, path: str, limit: int | None = None, expect: StatKey | None = None) -> tuple[str, int]:
         """Keep the regular file at `path` (not following a symlink): (hash, size). Raises
-        TooLarge past `limit` bytes, Unreadable when it cannot be read as a regular file."""
+        TooLarge past `limit` bytes, Unreadable when it cannot be read as a regular file;
+        with `expect` (a stat identity), Changed when the file is not that one before the read
+        or after it (then nothing is kept)."""
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError as e:
@@ -100,46 +109,55 @@ class ObjectStore:
             st = os.fstat(fd)
             if not (st.st_mode & 0o170000 == 0o100000):
                 raise Unreadable("not a regular file")
+            check = None
+            if expect is not None:
+                def check() -> None:
+                    if stat_key(os.fstat(fd)) != expect:
+                        raise Changed("it is not the file the call left")
+                check()
             if limit is not None and st.st_size > limit:
                 raise TooLarge(st.st_size)
             if st.st_size < LOOSE_BYTES:
                 data = _read_all(fd, LOOSE_BYTES)
                 if len(data) >= LOOSE_BYTES:  # grew while read: keep what was read, as loose
-                    return self._put_loose_fd(fd, data, limit)
+                    return self._put_loose_fd(fd, data, limit, check)
+                if check is not None:
+                    check()
                 return self.put_bytes(data), len(data)
-            return self._put_loose_fd(fd, b"", limit)
+            return self._put_loose_fd(fd, b"", limit, check)
         except OSError as e:
             raise Unreadable(e.strerror or str(e)) from None
         finally:
             os.close(fd)
 
-    def _put_loose_fd(self, fd: int, head: bytes, limit: int | None) -> tuple[str, int]:
+    def _put_loose_fd(self, fd: int, head: bytes, limit: int | None,
+                      check: Callable[[], None] | None = None) -> tuple[str, int]:
         tmp = self.dir / "loose" / f".tmp-{uuid.uuid4().hex}"
-        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        out = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
             h = hashlib.sha256(head)
             size = len(head)
             if head:
                 _write_all(out, head)
-            cloned = False
+            source = fd
             if not head:
                 try:
                     fcntl.ioctl(out, FICLONE, fd)
-                    cloned = True
+                    source = out  # hashed from the clone itself: what is kept is what is hashed
                 except OSError:
                     pass
-            while True:  # hash while copying (or, after a clone, while reading the source)
-                chunk = os.read(fd, CHUNK)
+            while True:  # hash while copying (or, after a clone, while reading it)
+                chunk = os.pread(source, CHUNK, size) if source == out else os.read(fd, CHUNK)
                 if not chunk:
                     break
                 size += len(chunk)
                 if limit is not None and size > limit:
                     raise TooLarge(size)
                 h.update(chunk)
-                if not cloned:
+                if source != out:
                     _write_all(out, chunk)
-            if cloned:
-                os.ftruncate(out, size)  # the clone is the file as it was when cloned
+            if check is not None:  # a write during the copy changes the identity: the copy is not kept
+                check()
             digest = h.hexdigest()
         except BaseException:
             os.close(out)

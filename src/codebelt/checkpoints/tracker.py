@@ -28,6 +28,7 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+import secrets
 import stat as stat_mod
 import threading
 import time
@@ -36,7 +37,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from . import gitindex, gitobjects
 from . import journal as journal_mod
-from .entries import (ABSENT, DIR, FILE, LINK, NOTHING, OTHER, PENDING, PENDING_FILE, Entry, kind_of, lstat,  # noqa: F401
+from .entries import (ABSENT, DEFERRED, DIR, FILE, LINK, NOTHING, OTHER, PENDING, PENDING_FILE, Entry, kind_of, lstat,  # noqa: F401
                       stat_key)
 from .exclude import Exclusions
 from .keeping import KeptState
@@ -403,7 +404,8 @@ class Tracker:
                 return Entry(FILE, mode, GIT_PREFIX + blob, st.st_size, key=key)
         return None
 
-    def _entry(self, path: str, st: os.stat_result, old: Entry | None, budget: Budget) -> Entry:
+    def _entry(self, path: str, st: os.stat_result, old: Entry | None, budget: Budget,
+               defer_at: int | None = None) -> Entry:
         kind = kind_of(st)
         mode = stat_mod.S_IMODE(st.st_mode)
         key = stat_key(st)
@@ -413,6 +415,10 @@ class Tracker:
             known = self._known(path, st)
             if known is not None:
                 return known
+            if defer_at is not None and st.st_size >= defer_at and budget.allows(st.st_size) \
+                    and (self.file_limit is None or st.st_size <= self.file_limit):
+                budget.used += st.st_size  # reserved: the copy is made after the call returns
+                return Entry(FILE, mode, None, st.st_size, lost=f"{DEFERRED} ({secrets.token_hex(6)})", key=key)
             return self._keep(path, st, mode, key, budget)
         if kind == LINK:
             try:
@@ -651,9 +657,10 @@ class Tracker:
                 del changes[p]
 
     # -- known paths (file tools) ----------------------------------------------------------
-    def look(self, paths: Iterable[str], budget: Budget) -> dict[str, Entry]:
+    def look(self, paths: Iterable[str], budget: Budget, defer_at: int | None = None) -> dict[str, Entry]:
         """The current state of `paths`, contents kept (cheap when the tracker already holds a
-        file unchanged)."""
+        file unchanged) — a file of `defer_at` bytes or more only named by its stat identity,
+        its content left for the caller to keep (see `deferred`)."""
         out = {}
         with self.lock, self.store.batch():
             for p in paths:
@@ -664,7 +671,7 @@ class Tracker:
                 if st is None:
                     out[p] = NOTHING
                     continue
-                out[p] = self._entry(p, st, self.entries.get(p), budget)
+                out[p] = self._entry(p, st, self.entries.get(p), budget, defer_at)
                 if self.tracks(p) and self.mode != "off" and self.watched.is_set():
                     self.entries[p] = out[p]
         return out

@@ -22,6 +22,7 @@ import ctypes
 import errno
 import os
 import stat as stat_mod
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -258,6 +259,7 @@ class Beneath:
             os.close(fd)
 
 
+FREE_LATER_BYTES = 8 << 20  # below this, freeing the blocks costs less than starting a thread
 ANYWHERE = Beneath()  # resolved paths opened beneath `/`, with no check
 
 
@@ -280,6 +282,22 @@ class Opened:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+    def close_soon(self) -> None:
+        """Close now — or, when this descriptor is the last hold on a large file that has no
+        name any more (it was replaced by a rename), in a thread of its own: that close frees
+        the file's blocks (~12 ms for 50 MB on ext4), which the caller need not wait for."""
+        if self.fd < 0:
+            return
+        fd, self.fd = self.fd, -1
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            st = None
+        if st is not None and st.st_nlink == 0 and st.st_size >= FREE_LATER_BYTES:
+            threading.Thread(target=os.close, args=(fd,), name="codebelt-free-replaced", daemon=True).start()
+        else:
+            os.close(fd)
 
     def pread(self, size: int, offset: int) -> bytes:
         return os.pread(self.fd, size, offset)

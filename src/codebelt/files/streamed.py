@@ -70,11 +70,13 @@ def try_streamed_edit(
         opened = beneath.open_regular(path)
     except OSError:
         return None
-    with opened:
+    try:
         if opened.st.st_size == 0:
             return None
         return _edit_open_file(opened.fd, opened.st, path, old_string, new_string, replace_all, byte_safe, states,
                                show, write, line_indexes, max_bytes, beneath)
+    finally:
+        opened.close_soon()  # the file it replaced is freed off the call's path
 
 
 def _edit_open_file(fd, st, path, old_string, new_string, replace_all, byte_safe, states, show, write,
