@@ -40,6 +40,14 @@ def open_book(tmp_path: Path, root: Path) -> Checkpoints:
     return book
 
 
+def big_file_book(tmp_path: Path, root: Path) -> tuple[Path, bytes, Checkpoints]:
+    """A workspace holding one file of DEFER_BYTES (returned with its content), tracked."""
+    big = root / "big.bin"
+    original = os.urandom(DEFER_BYTES)
+    big.write_bytes(original)
+    return big, original, open_book(tmp_path, root)
+
+
 def loose_temporaries(tmp_path: Path) -> list[Path]:
     return list((tmp_path / "store" / "loose").glob(".tmp-*"))
 
@@ -81,9 +89,7 @@ def test_a_file_changed_before_its_copy_is_not_kept_and_says_so(tmp_path, ws, mo
         return real(self, path, limit, expect)
 
     monkeypatch.setattr(ObjectStore, "put_file", held)
-    big = ws / "big.bin"
-    big.write_bytes(os.urandom(DEFER_BYTES))
-    book = open_book(tmp_path, ws)
+    big, _, book = big_file_book(tmp_path, ws)
     cid = record_write(book, big, os.urandom(DEFER_BYTES))
     mutate(big)
     gate.set()
@@ -97,9 +103,7 @@ def test_a_file_changed_before_its_copy_is_not_kept_and_says_so(tmp_path, ws, mo
 
 
 def test_the_next_command_takes_the_kept_content_as_its_pre_image(tmp_path, ws):
-    big = ws / "big.bin"
-    big.write_bytes(os.urandom(DEFER_BYTES))
-    book = open_book(tmp_path, ws)
+    big, _, book = big_file_book(tmp_path, ws)
     new = os.urandom(DEFER_BYTES)
     record_write(book, big, new)
     rec = book.begin_command("Bash", "append")
@@ -112,10 +116,7 @@ def test_the_next_command_takes_the_kept_content_as_its_pre_image(tmp_path, ws):
 
 
 def test_two_edits_in_a_row_chain_and_rewind_to_the_first(tmp_path, ws):
-    big = ws / "big.bin"
-    original = os.urandom(DEFER_BYTES)
-    big.write_bytes(original)
-    book = open_book(tmp_path, ws)
+    big, original, book = big_file_book(tmp_path, ws)
     first = record_write(book, big, os.urandom(DEFER_BYTES))
     second = record_write(book, big, os.urandom(DEFER_BYTES))
     report = book.rewind(first)
@@ -125,9 +126,7 @@ def test_two_edits_in_a_row_chain_and_rewind_to_the_first(tmp_path, ws):
 
 
 def test_closing_finishes_the_copy_for_a_later_process(tmp_path, ws):
-    big = ws / "big.bin"
-    big.write_bytes(os.urandom(DEFER_BYTES))
-    book = open_book(tmp_path, ws)
+    big, _, book = big_file_book(tmp_path, ws)
     new = os.urandom(DEFER_BYTES)
     cid = record_write(book, big, new)
     book.close()
