@@ -41,6 +41,9 @@ from .tool import ProgressCallback, Services, Tool, ToolContext, ToolResult
 from .workspace import Workspace
 
 T = TypeVar("T")
+# How long close() waits for a thread that begins background work at the start (each step is
+# bounded; a step under way when the session closed finishes, then the thread ends).
+START_JOIN_S = 5.0
 
 
 # Sessions not closed by their owner are closed when the interpreter exits normally, so their
@@ -308,6 +311,9 @@ class Session:
         self._task_end_callbacks: list[Callable[[dict[str, Any]], None]] = []
         _open_sessions.add(self)
         self._run_hooks("SessionStart", {"source": "startup"})
+        # Threads that begin, once no call runs (`Services.calls`), what later calls will use;
+        # close() joins them.
+        self._starting: list[threading.Thread] = []
         if self.settings.checkpoints.enabled and self.settings.checkpoints.baseline_at_start:
             # imported and loaded here, not in the thread: see `tracker.preload`
             from .checkpoints import manager  # noqa: F401
@@ -316,24 +322,34 @@ class Session:
             from .tools import _services  # noqa: F401
 
             preload()
-            threading.Thread(target=self._start_checkpoints, name="codebelt-checkpoints-start", daemon=True).start()
+            self._start_thread(self._start_checkpoints, "codebelt-checkpoints-start")
         self._warm_start()
 
+    def _start_thread(self, target: Callable[[], None], name: str) -> None:
+        t = threading.Thread(target=target, name=name, daemon=True)
+        self._starting.append(t)
+        t.start()
+
     def _warm_start(self) -> None:
-        """The code index and the workspace's language servers start now, in the background, so
-        the first LSP call does not meet them cold (it never waits for them either way)."""
+        """The code index and the workspace's language servers start in the background, so the
+        first LSP call does not meet them cold (it never waits for them either way) — once no
+        call runs: a session's first call, whatever it is, does not share the GIL and the cores
+        with them (`tools._services.warm_start`)."""
         if not self.settings.intel.start_with_session or "LSP" not in self._tools:
             return
         def run() -> None:
             from .tools._services import warm_start
 
+            self._services.calls.wait("code index")
+            if self._closed:
+                return
             try:
                 self._tools["LSP"]  # its module and the index's, imported off the first call's path
             except Exception:  # noqa: BLE001 - the first call reports what is wrong
                 return
             warm_start(self._services, self.context("LSP"))
 
-        threading.Thread(target=run, name="codebelt-warm-start", daemon=True).start()
+        self._start_thread(run, "codebelt-warm-start")
 
     # -- services ----------------------------------------------------------------------------
     def context(self, tool_name: str, cancel_event: threading.Event | None = None,
@@ -538,9 +554,11 @@ class Session:
         cancel_event = cancel_event or threading.Event()
         with self._running_lock:
             self._running.add(cancel_event)
+        self._services.calls.begin()  # background work for later calls waits meanwhile
         try:
             return self._call_running(name, input, prepared, progress, cancel_event)
         finally:
+            self._services.calls.end()
             with self._running_lock:
                 self._running.discard(cancel_event)
 
@@ -818,8 +836,10 @@ class Session:
         return self.service(checkpoints)
 
     def _start_checkpoints(self) -> None:
-        """The checkpoint baseline, begun in the background (a writing command waits only for
-        its watches, never for its contents)."""
+        """The checkpoint baseline, begun in the background once no call runs (a writing command
+        waits only for its watches, never for its contents; one that comes first begins the
+        baseline itself: `_checkpoint_begin`)."""
+        self._services.calls.wait("checkpoint baseline")
         try:
             book = self._checkpoints()
             if book is not None:
@@ -834,7 +854,13 @@ class Session:
             return None
         try:
             book = self._checkpoints()
-            return None if book is None else checkpointing.begin(book, tool, params, ctx, decision)
+            if book is None:
+                return None
+            if self.settings.checkpoints.baseline_at_start and decision.decided_by != "read-only":
+                # begun now if the session's start is still waiting for a quiet moment: as at the
+                # session's start, so a command waits for the watches only
+                book.start_background()
+            return checkpointing.begin(book, tool, params, ctx, decision)
         except Exception:  # noqa: BLE001 - a checkpoint that cannot be made never stops the call
             return None
 
@@ -928,7 +954,10 @@ class Session:
         except Exception:  # noqa: BLE001 - a hook never keeps a session open
             pass
         self._closed = True
-        self._services.close()
+        self._services.close()  # wakes the start threads waiting for a quiet moment: they end
+        for t in getattr(self, "_starting", ()):
+            if t is not threading.current_thread():
+                t.join(START_JOIN_S)
         if self._audit is not None:
             self._audit.close()
         shutil.rmtree(self._tmp, ignore_errors=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal, TypeVar
@@ -84,6 +85,79 @@ class ToolResult:
 ProgressCallback = Callable[[str, dict[str, Any]], None]
 
 
+class CallsRunning:
+    """The calls a session runs now. What a session begins in the background for later calls
+    (the code index's build, its language servers, the checkpoint baseline) waits here while a
+    call runs, and until none has run for `quiet` seconds, so that a call never shares the GIL
+    and the cores with work done for the calls after it. The held work names itself; `holding`
+    says who waits now and `held` who ever waited (tests watch both through `wait_for`)."""
+
+    POLL = 0.02  # how often a waiter asks its `go()` (a caller now waiting for that work)
+    # A session's first call usually comes at once (a script) or seconds later (a model's
+    # turn); between two calls a script makes, the work does not begin only to be held again.
+    QUIET = 0.1
+
+    def __init__(self, quiet: float | None = None) -> None:
+        self.quiet = self.QUIET if quiet is None else quiet
+        self._cond = threading.Condition()
+        self._running = 0
+        self._last = time.monotonic()  # the session's start counts as a call's end
+        self._closed = False
+        self.holding: dict[str, int] = {}
+        self.held: set[str] = set()
+
+    def begin(self) -> None:
+        with self._cond:
+            self._running += 1
+
+    def end(self) -> None:
+        with self._cond:
+            self._running -= 1
+            self._last = time.monotonic()
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """Every waiter returns (the session is closing: what it waited to do is not done)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def busy(self) -> bool:
+        """Whether background work should begin nothing new now."""
+        with self._cond:
+            return self._busy()
+
+    def _busy(self) -> bool:
+        return not self._closed and (self._running > 0 or time.monotonic() - self._last < self.quiet)
+
+    def wait(self, who: str, go: Callable[[], bool] | None = None) -> None:
+        """Return once no call runs and none has for `quiet` seconds, the session is closing,
+        or `go()` is true (a call now waits for this very work)."""
+        with self._cond:
+            if not self._busy() or (go is not None and go()):
+                return
+            self.holding[who] = self.holding.get(who, 0) + 1
+            self.held.add(who)
+            self._cond.notify_all()
+            try:
+                while self._busy() and not (go is not None and go()):
+                    # woken by a call's end; after it, by the quiet time running out
+                    timeout = None if self._running else max(self.quiet - (time.monotonic() - self._last), 0.001)
+                    if go is not None:
+                        timeout = self.POLL if timeout is None else min(timeout, self.POLL)
+                    self._cond.wait(timeout)
+            finally:
+                self.holding[who] -= 1
+                if not self.holding[who]:
+                    del self.holding[who]
+                self._cond.notify_all()
+
+    def wait_for(self, predicate: Callable[["CallsRunning"], bool], timeout: float) -> bool:
+        """Wait until `predicate(self)` holds (checked at each change); False on timeout."""
+        with self._cond:
+            return self._cond.wait_for(lambda: predicate(self), timeout)
+
+
 class Services:
     """Per-session singletons (the file-state store, the task manager, the sandbox …), created
     on first use by a factory that receives the asking call's `ToolContext` and reads only its
@@ -95,6 +169,7 @@ class Services:
         self._items: dict[Any, Any] = {}
         self._lock = threading.RLock()
         self._closed = False
+        self.calls = CallsRunning()  # what background work for later calls yields to
 
     def get(self, factory: Callable[["ToolContext"], T], ctx: "ToolContext") -> T:
         with self._lock:
@@ -125,6 +200,7 @@ class Services:
             # (now closed) objects rather than new ones nobody would close
             self._closed = True
             items = list(self._items.values())
+        self.calls.close()
         # what others run inside (the sandbox: `closes_last`) goes after them, whenever it was made
         items.sort(key=lambda s: bool(getattr(s, "closes_last", False)))
         for s in items:

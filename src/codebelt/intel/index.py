@@ -19,7 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterable, Protocol, TypeVar
 
 from ..errors import IntelError, PositionError
 from tree_sitter import Node
@@ -57,6 +57,15 @@ IDENTIFIER_TYPES = frozenset({"name", "constant", "word", "variable_name", "comm
 T = TypeVar("T")
 MAX_FRESH = 32  # files an answer from the store reads from disk because their stored rows are out of date
 LISTED_SLACK_NS = 1_000_000_000  # a file changed this close to a listing may have missed it
+STAT_TURN = 512  # files stat'ed between two looks at whether the background build must pause
+
+
+class Pausing(Protocol):
+    """What a build in the background gives way to (a session's calls: `tool.CallsRunning`)."""
+
+    def busy(self) -> bool: ...
+
+    def wait(self, who: str, go: Callable[[], bool] | None = None) -> None: ...
 
 
 @dataclass
@@ -152,7 +161,11 @@ class CodeIndex:
         progress: Callable[[int, int], None] | None = None,
         rg: "str | Ripgrep | None" = None,
         max_age: float | None = MAX_AGE,
+        pause: Pausing | None = None,
     ):
+        """`pause`: the background build gives way to it between steps (its warm-up, the
+        listing, each file or chunk parsed) unless a caller waits for the build (`wait`); a
+        refresh a caller runs itself never pauses."""
         try:
             self.root = Path(root).resolve(strict=True)
         except OSError as e:
@@ -195,6 +208,8 @@ class CodeIndex:
         self._builder_active = False
         self._close_when_built = False
         self._local = threading.local()  # .reads: what the answer being computed here reads
+        self._pause = pause
+        self._wanted = 0  # callers waiting for the build now: it pauses for nobody meanwhile
 
     # -- building --------------------------------------------------------------------------------
 
@@ -210,15 +225,44 @@ class CodeIndex:
             self._thread.start()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """True once no build is running (False when `timeout` ran out first)."""
+        """True once no build is running (False when `timeout` ran out first). A build waited
+        for does not pause meanwhile."""
         t = self._thread
-        if t is not None:
-            t.join(timeout)
+        if t is None:
+            return True
+        if timeout is not None and timeout <= 0:
             return not t.is_alive()
-        return True
+        with self._state_lock:
+            self._wanted += 1
+        try:
+            t.join(timeout)
+        finally:
+            with self._state_lock:
+                self._wanted -= 1
+        return not t.is_alive()
+
+    # -- giving way: the background build pauses between steps while `pause` is busy ------------
+    def _go(self) -> bool:
+        return self._wanted > 0 or self._stop.is_set()
+
+    def _paused_here(self) -> bool:
+        return self._pause is not None and threading.current_thread() is self._thread
+
+    def _held(self) -> bool:
+        """Whether the background build should begin nothing new now."""
+        return self._paused_here() and not self._go() and self._pause.busy()  # type: ignore[union-attr]
+
+    def _wait_turn(self) -> None:
+        """Return once the background build may go on (at once for a caller's own refresh)."""
+        if self._paused_here():
+            self._pause.wait("code index", self._go)  # type: ignore[union-attr]
+
+    def _yielding(self) -> "_Turns | None":
+        return _Turns(self) if self._paused_here() else None
 
     def _background(self) -> None:
         try:
+            self._wait_turn()
             with self._build_lock:  # a close waits for the warm-up as for a build: both read the store
                 if not self._closed:
                     self._warm_up()
@@ -414,13 +458,16 @@ class CodeIndex:
         # few changed (an edit), parsed: a re-index after an edit then costs about the larger
         # of the two, not their sum. What the listing no longer has is dropped, parsed or not.
         prefix = f"{self.root}{os.sep}"
+        self._wait_turn()
         listing_began = time.time_ns()
         with ThreadPoolExecutor(1, thread_name_prefix="codebelt-intel-listing") as pool:
             listed = pool.submit(self._list)  # bounded by the listing's own timeout
             known = store.known_files()
             early: dict[str, Job] = {}  # changed files indexed before
             unchanged: set[str] = set()
-            for rel, (_, mtime_ns, size, lang) in known.items():
+            for n, (rel, (_, mtime_ns, size, lang)) in enumerate(known.items()):
+                if n % STAT_TURN == STAT_TURN - 1:
+                    self._wait_turn()
                 st = _stat(prefix + rel)
                 if st is None:
                     continue  # gone: dropped below, as the listing will not have it
@@ -431,6 +478,7 @@ class CodeIndex:
             parsed_early: list[tuple[Job, Outcome]] = []
             if len(early) < INLINE_BELOW:
                 for job in early.values():
+                    self._wait_turn()
                     if self._stop.is_set():
                         break
                     parsed_early.append((job, parse_one(job, self.max_file_bytes)))
@@ -484,7 +532,7 @@ class CodeIndex:
 
         for rel, (job, out) in ready.items():
             on_result(job, out)
-        self._parser.run([j for j in jobs if j.rel not in ready], on_result, self._stop)
+        self._parser.run([j for j in jobs if j.rel not in ready], on_result, self._stop, self._yielding())
         if not self._stop.is_set() and done == total:
             # every listed file is in: a file not indexed and older than this was not listed
             store.set_meta("listed_at", str(listing_began))
@@ -938,6 +986,9 @@ class CodeIndex:
                 self._store.close()
             finally:
                 self._build_lock.release()
+            t = self._thread  # between steps (paused, or about to find the index closed): ends now
+            if t is not None and t is not threading.current_thread():
+                t.join(max(wait, 0.0))
             return None
         with self._state_lock:
             if self._builder_active:
@@ -956,6 +1007,19 @@ class CodeIndex:
 
 
 _SYM_COLS = ("s.name, s.kind, s.line, s.character, s.end_line, s.container, s.signature, f.path")
+
+
+class _Turns:
+    """The background build's turns, as the parser asks for them (`pool.Yielding`)."""
+
+    def __init__(self, index: CodeIndex):
+        self._index = index
+
+    def held(self) -> bool:
+        return self._index._held()
+
+    def wait(self) -> None:
+        self._index._wait_turn()
 
 
 def _check_limit(limit: int) -> int:

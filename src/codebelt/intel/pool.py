@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
 from .extract import extract
 from .frames import HEADER, write_frame
@@ -76,6 +76,15 @@ def default_workers() -> int:
 
 
 OnResult = Callable[[Job, Outcome], None]
+
+
+class Yielding(Protocol):
+    """Work done ahead of need gives way to the work someone waits for: `held()` says to begin
+    nothing new now, `wait()` returns once new work may begin."""
+
+    def held(self) -> bool: ...
+
+    def wait(self) -> None: ...
 
 
 class _Worker:
@@ -165,34 +174,42 @@ class Parser:
         self.max_bytes = max_bytes
         self.workers = workers if workers is not None else default_workers()
 
-    def run(self, jobs: Sequence[Job], on_result: OnResult, stop: threading.Event) -> None:
+    def run(self, jobs: Sequence[Job], on_result: OnResult, stop: threading.Event,
+            yielding: Yielding | None = None) -> None:
+        """`yielding`: between files (in this thread) or chunks (in workers) the parse gives way:
+        no new file or chunk begins while it is held; chunks under way finish."""
         if self.workers <= 1 or len(jobs) < INLINE_BELOW:
             for job in jobs:
+                if yielding is not None:
+                    yielding.wait()
                 if stop.is_set():
                     return
                 on_result(job, parse_one(job, self.max_bytes))
             return
         lost: list[Job] = []
-        self._run_chunks(_chunks(jobs), on_result, stop, lost)
+        self._run_chunks(_chunks(jobs), on_result, stop, lost, yielding)
         # files from chunks whose worker died or hung: one per request, so only the culprit fails
         if lost and not stop.is_set():
             again: list[Job] = []
-            self._run_chunks([[j] for j in lost], on_result, stop, again)
+            self._run_chunks([[j] for j in lost], on_result, stop, again, yielding)
             for j in again:
                 on_result(j, Outcome(j.mtime_ns, j.size, None, CRASHED))
 
     def _run_chunks(self, chunks: list[list[Job]], on_result: OnResult, stop: threading.Event,
-                    lost: list[Job]) -> None:
+                    lost: list[Job], yielding: Yielding | None = None) -> None:
         queue = list(reversed(chunks))
         workers: list[_Worker] = []
         sel = selectors.DefaultSelector()
         try:
             while queue or any(w.chunk for w in workers):
+                if yielding is not None and queue and not any(w.chunk for w in workers):
+                    yielding.wait()  # nothing under way: wait here rather than spin
                 if stop.is_set():
                     return
-                # hand out work: reuse idle workers, start more up to the limit
+                # hand out work: reuse idle workers, start more up to the limit (none while held)
                 idle = [w for w in workers if w.chunk is None]
-                while queue and (idle or len(workers) < self.workers):
+                handing = queue and not (yielding is not None and yielding.held())
+                while handing and queue and (idle or len(workers) < self.workers):
                     if idle:
                         w = idle.pop()
                     else:

@@ -245,6 +245,7 @@ def code_index(ctx: ToolContext) -> CodeIndex:
         include=(lambda p: not permissions.is_read_denied(p)) if permissions.has_rules("deny") else None,
         max_files=ctx.settings.intel.max_files,
         rg=_listing_rg(ctx),
+        pause=ctx.services.calls,  # the build gives way to the session's calls, unless one waits for it
     )
     index.start()
     return index
@@ -289,12 +290,17 @@ def lsp_manager(ctx: ToolContext) -> LspManager:
 def warm_start(services, ctx: ToolContext) -> None:
     """At session start (a thread of its own): the index begins its refresh and the servers of
     the languages found in the workspace start, within the session's settings and confinement
-    (only servers the user's settings or this machine provide; the workspace picks none)."""
+    (only servers the user's settings or this machine provide; the workspace picks none).
+    Each step waits its turn: while a call runs, and until none has for a moment, nothing begins
+    (the first call of a session does not pay for what is done for later ones); a call that
+    needs the index or a server starts it itself."""
     from ..errors import CodebeltError, SessionClosed
 
     try:
+        services.calls.wait("code index")
         services.get(code_index, ctx)
         if ctx.settings.lsp.enabled:
+            services.calls.wait("language servers")
             services.get(lsp_manager, ctx).prewarm()
     except (CodebeltError, SessionClosed, OSError, RuntimeError):
         pass  # the first call meets the same problem and reports it
