@@ -216,6 +216,110 @@ def read_before(path: Path, offset: int, limit: int, runs: int, before: str | No
     print("peak RSS of the Read process: " + ", ".join(f"{label} {rss[label]:.1f} MB" for label, _ in sides))
 
 
+FIRST_CHILD = r"""
+import json, sys, time
+root, path, offset, limit = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+extra = json.loads(sys.argv[5])
+from codebelt import Session
+s = Session(root=root, load_user_settings=False, settings={"read": {"maxTokens": 100_000}, **extra})
+t = time.perf_counter()
+r = s.call("Read", {"file_path": path, "offset": offset, "limit": limit})
+first = time.perf_counter() - t
+assert not r.is_error, r.text[:300]
+s.close()
+print(json.dumps({"first": first}))
+"""
+
+# What a session opened with the defaults starts in the background, turned off one at a time.
+FIRST_VARIANTS = {
+    "defaults": {},
+    "no index or servers at start": {"intel": {"startWithSession": False}},
+    "no checkpoint baseline at start": {"checkpoints": {"baselineAtStart": False}},
+    "neither": {"intel": {"startWithSession": False}, "checkpoints": {"baselineAtStart": False}},
+}
+PROJECT_PARTS = ("asyncio", "email", "json", "http", "logging", "importlib", "concurrent", "unittest")
+
+
+def session_workspace(big: Path) -> tuple[Path, int, int]:
+    """A workspace that holds the big file (a hard link) and a copy of a real project: the
+    interpreter's standard library, its top-level modules and a few packages, without tests or
+    caches, so a session opened on it has an index to build and a baseline to take."""
+    ws = CORPUS / "session-ws"
+    lib = Path(sysconfig.get_path("stdlib"))
+    project = ws / "project"
+    if not (ws / ".built").exists():
+        shutil.rmtree(ws, ignore_errors=True)
+        project.mkdir(parents=True)
+        for f in lib.glob("*.py"):
+            shutil.copy2(f, project / f.name)
+        for part in PROJECT_PARTS:
+            shutil.copytree(lib / part, project / part, ignore=shutil.ignore_patterns("__pycache__", "test", "tests"))
+        (ws / ".built").touch()
+    link = ws / big.name
+    if not link.exists():
+        os.link(big, link)
+    files = [p for p in project.rglob("*") if p.is_file()]
+    return ws, len(files), sum(p.stat().st_size for p in files)
+
+
+def first_read(ws: Path, big: Path, offset: int, limit: int, settings: dict, src: Path | None) -> float:
+    """The first call of a session just opened on `ws` (fresh process; no index cache, no
+    checkpoint store yet: the first session in this workspace), timed inside it."""
+    home = Path(tempfile.mkdtemp(prefix="bench-first-"))
+    try:
+        env = {**_env(src), "XDG_CACHE_HOME": str(home / "cache"), "XDG_STATE_HOME": str(home / "state")}
+        out = subprocess.run([PY, "-c", FIRST_CHILD, str(ws), str(ws / big.name), str(offset), str(limit),
+                              json.dumps(settings)], capture_output=True, text=True, timeout=600,
+                             start_new_session=True, env=env)
+        if out.returncode != 0:
+            raise SystemExit(f"child failed: {out.stderr[-2000:]}")
+        return json.loads(out.stdout.strip().splitlines()[-1])["first"]
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def read_first_call(big: Path, offset: int, limit: int, runs: int, before: str | None) -> None:
+    """The first Read of a session opened with the defaults on a workspace with a project in it
+    (the index warm-up, the language server and the checkpoint baseline all begin as it opens),
+    with each of those turned off in turn, for this tree and commit `before`, next to
+    `tail | head`: every measurement once per round, in turn."""
+    ws, n_files, n_bytes = session_workspace(big)
+    repo = HERE.parent
+    sides: list[tuple[str, Path | None]] = [("now", None)]
+    tree = None
+    if before:
+        tree = Path(tempfile.mkdtemp(prefix="bench-before-"))
+        subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", "--detach", str(tree), before], check=True)
+        sides.append((before, tree / "src"))
+    times: dict[tuple[str, str], list[float]] = {}
+    load = [os.getloadavg()[0]]
+    try:
+        for _ in range(runs):
+            t = time.perf_counter()
+            tail_head(big, offset, limit)
+            times.setdefault(("tail", ""), []).append(time.perf_counter() - t)
+            for variant, settings in FIRST_VARIANTS.items():
+                for label, src in sides:
+                    times.setdefault((variant, label), []).append(first_read(ws, big, offset, limit, settings, src))
+            load.append(os.getloadavg()[0])
+    finally:
+        if tree:
+            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], check=False)
+    tail = min(times[("tail", "")])
+    print(f"The first call of a session: Read 2,000 lines at line {offset:,}, in a session just opened on a "
+          f"workspace with a project ({n_files} files, {n_bytes / 1e6:.1f} MB: part of the standard library; no "
+          f"index cache or checkpoint store yet); best of {runs} rounds, median in brackets, each once per round, "
+          f"in turn; load average (1 min) {min(load):.1f}-{max(load):.1f} on {os.cpu_count()} cores")
+    print(f"{'session opened with':<34} " + " ".join(f"{label:>22}" for label, _ in sides) + f" {'tail | head':>12}  ratio")
+    for variant in FIRST_VARIANTS:
+        cells = []
+        for label, _ in sides:
+            v = times[(variant, label)]
+            cells.append(f"{min(v) * 1000:.0f}ms ({statistics.median(v) * 1000:.0f})")
+        ratios = " / ".join(f"{min(times[(variant, label)]) / tail:.2f}×" for label, _ in sides)
+        print(f"{variant:<34} " + " ".join(f"{c:>22}" for c in cells) + f" {tail * 1000:>10.1f}ms  {ratios}")
+
+
 def edit_vs_cp(src: Path, runs: int) -> dict:
     """One-line Edit in the middle of `src` (a fresh copy each run), with the checkpoint the Edit
     keeps by default (the file's content before and after, stored) and without it, next to `cp`
@@ -478,6 +582,8 @@ def main() -> None:
     ap.add_argument("--read", action="store_true", help="only the deep Read, three ways (with --before: against that commit)")
     ap.add_argument("--scan", action="store_true", help="the shared tree walk on a 100,000-file tree")
     ap.add_argument("--edit", action="store_true", help="only the Edit rows (one line of a 50 MB file)")
+    ap.add_argument("--first-call", action="store_true", help="the deep Read as the first call of a session just "
+                    "opened on a workspace with a project (with --before: against that commit)")
     args = ap.parse_args()
     if args.open_path:
         open_path(args.before or "HEAD~1", args.runs)
@@ -503,6 +609,9 @@ def main() -> None:
     expected_first = tail_head(big, offset, 1).decode().rstrip("\n")
     if args.read:
         read_before(big, offset, limit, args.runs, args.before)
+        return
+    if args.first_call:
+        read_first_call(big, offset, limit, args.runs, args.before)
         return
     deep, t_tail = deep_read(big, offset, limit, args.runs)
     assert deep["first_row"] == f"{offset:>6}\t{expected_first}", (deep["first_row"], expected_first)
