@@ -7,6 +7,7 @@ not by a poll that sees it up to 50 ms late).
     .venv/bin/python benchmarks/bench_files.py --open-path --before REF [--runs 5]
     .venv/bin/python benchmarks/bench_files.py --scan
     .venv/bin/python benchmarks/bench_files.py --read [--before REF] [--runs 5]
+    .venv/bin/python benchmarks/bench_files.py --first-call [--before REF] [--runs 5]
 
 The corpus is generated once under benchmarks/.corpus/ (gitignored) and reused. `--quick` uses a
 ~50 MB file with the page at line 500,000 (for a fast smoke run).
@@ -17,9 +18,13 @@ this tree and for the commit REF (checked out into a temporary worktree), run al
 same minute, and the bare open of a file (`open()` vs `Beneath.open_regular`). `--scan` times the one walk of a 100,000-file tree
 (`files/scan.py`) and what is derived from it: first walk, refreshes, the Read-deny masks, the
 sandbox's protected paths, next to `find` listing the same tree. `--read` times only the deep
-Read, three ways: in a session just opened with the defaults (its code index warming up in a
-thread meanwhile), in one opened with `codebelt call`'s settings, and as a whole `codebelt call
-Read` process; with `--before REF`, for REF too, each side once per round, in turn.
+Read, three ways: in a session just opened with the defaults (whose background start — index,
+servers, checkpoint baseline — may run meanwhile), in one opened with `codebelt call`'s settings,
+and as a whole `codebelt call Read` process; with `--before REF`, for REF too, each side once per
+round, in turn. `--first-call` times the same Read as the first call of a session just opened
+with the defaults on a workspace that also holds a project (part of the standard library; a
+fresh index cache and checkpoint store per session, as in the first session there), then with
+the index and servers, the baseline, and both turned off at the start; `--before REF` likewise.
 """
 
 from __future__ import annotations
