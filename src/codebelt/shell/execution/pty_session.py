@@ -15,7 +15,8 @@ its standard streams are not /dev/null and a file:
 Either way a pump thread copies the output into the spool file (so spooling, budgets and
 incremental reads are the same as for any command) and wakes whoever waits for output.
 `wait_for_output` waits up to a deadline and returns early when the process exits, when it is
-blocked reading its terminal (its turn is over: a prompt), or when output went quiet.
+blocked reading its terminal (its turn is over: a prompt), or when output went quiet while every
+thread of the program slept.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ CONFIRM_S = 0.001  # "waiting for input" must still hold this much later, with n
 # … and this much when nothing at all came back after a write (a margin: what the program wrote
 # before going to sleep is made visible exactly by Pty._copied)
 CONFIRM_SILENT_S = 0.02
+# Quiet also needs every thread of the program asleep throughout this long, with nothing of it
+# run in between (sleep counts as quiet; a computation that naps shorter than this does not)
+STILL_S = 0.01
+STILL_THREADS = 256  # threads looked at, at most; a program with more is never seen still
 # Syscalls a process is blocked in when it waits for input (x86-64 and aarch64 numbers):
 # read/readv/pread on the terminal, or one of the poll/select family.
 _READS = {"x86_64": {0, 17, 19}, "aarch64": {63, 65, 67}}
@@ -265,9 +270,11 @@ class Interactive(Stdio):
         """Whether the program is blocked reading its input (only a terminal can tell)."""
         return False
 
-    def busy(self) -> bool:
-        """Whether the program is running (on a CPU or in disk I/O) rather than asleep."""
-        return False
+    def stillness(self) -> object | None:
+        """A picture of the program while all of it sleeps, equal to another only if nothing of
+        the program ran between the two; None while some of it runs (only a terminal can tell:
+        elsewhere the program always counts as asleep)."""
+        return ()
 
     def output_pending(self) -> bool:
         """Whether output the program wrote is still on its way to the spool (only a terminal
@@ -421,14 +428,14 @@ class Pty(Interactive):
     def output_pending(self) -> bool:
         return not self._copied()
 
-    def busy(self) -> bool:
-        """The foreground group's leader, one of its threads or a process it started is running
-        or in disk I/O: a shell's command, a wrapper's `$(…)` (a pyenv shim working out which
-        python to start) compute while the leader sleeps in a wait or in a pipe's read."""
+    def stillness(self) -> object | None:
+        """The foreground group's leader and everything below it (_sleeping_tree): a shell's
+        command, a wrapper's `$(…)` (a pyenv shim working out which python to start) compute
+        while the leader sleeps in a wait or in a pipe's read."""
         pid = self.foreground()
         if pid is None:
-            return False
-        return _running_below(pid)
+            return ()
+        return _sleeping_tree(pid)
 
     def progress_mark(self) -> int:
         """Changes once the program whose turn it is (_turn_holder: the one that reads the
@@ -466,28 +473,60 @@ def _blocked_in(pid: int) -> tuple[int, int] | None:
         return None
 
 
-def _running_below(pid: int, limit: int = 64) -> bool:
-    """A thread of `pid` or of a process below it (the first `limit` threads found) is running
-    or in disk I/O."""
+def _sleeping_tree(pid: int, limit: int = STILL_THREADS) -> tuple | None:
+    """Every thread of `pid` and of the processes below it, each with its context switches and
+    its children, while none of them runs or waits on the disk; None as soon as one does, or
+    past `limit` threads (then it cannot tell).
+
+    One walk is not a picture of one moment: work passes from a child to its parent (the child
+    writes its answer and exits, which wakes the parent) between reading the parent asleep and
+    reading the child gone. So two walks are compared (wait_for_output, STILL_S apart): a
+    thread asleep in both with the same number of context switches did not run in between
+    (running again and going back to sleep counts a switch), and the same children everywhere
+    means nothing was started or reaped. Equal walks therefore saw every thread asleep at
+    once, throughout the time between them."""
+    found: list = []
     todo, looked = [pid], 0
-    while todo and looked < limit:
+    while todo:
         proc = todo.pop()
         try:
-            threads = os.listdir(f"/proc/{proc}/task")
+            threads = sorted(os.listdir(f"/proc/{proc}/task"))
         except OSError:
+            found.append((proc, None))  # gone since its parent listed it: the next walk differs
             continue
-        for tid in threads[: limit - looked]:
+        for tid in threads:
             looked += 1
+            if looked > limit:
+                return None
             try:
-                with open(f"/proc/{proc}/task/{tid}/stat", "rb") as f:
-                    stat = f.read()
-                if stat[stat.rfind(b")") + 2:].split()[0] in (b"R", b"D"):
-                    return True
+                with open(f"/proc/{proc}/task/{tid}/status", "rb") as f:
+                    status = f.read()
                 with open(f"/proc/{proc}/task/{tid}/children", "rb") as f:
-                    todo.extend(int(c) for c in f.read().split())
+                    children = tuple(int(c) for c in f.read().split())
             except (OSError, ValueError):
+                found.append((proc, tid, None))
                 continue
-    return False
+            state, switches = _state_and_switches(status)
+            if state in (b"R", b"D"):
+                return None
+            found.append((proc, tid, state, switches, children))
+            todo.extend(children)
+    return tuple(found)
+
+
+def _state_and_switches(status: bytes) -> tuple[bytes, int]:
+    """A thread's state letter and its voluntary plus involuntary context switches, from its
+    /proc status."""
+    state, switches = b"?", 0
+    for line in status.splitlines():
+        if line.startswith(b"State:"):
+            state = line.split()[1][:1] if len(line.split()) > 1 else b"?"
+        elif line.startswith((b"voluntary_ctxt_switches:", b"nonvoluntary_ctxt_switches:")):
+            try:
+                switches += int(line.split()[1])
+            except (IndexError, ValueError):
+                pass
+    return state, switches
 
 
 def _only_child(pid: int) -> int | None:
@@ -573,8 +612,8 @@ def wait_for_output(io: Interactive, *, since: int, timeout_s: float, quiet_s: f
                     cancel_event: threading.Event | None = None, mark: int | None = None) -> WaitResult:
     """Wait up to `timeout_s` for what the process does next; return early when it exits, when
     it is blocked reading its terminal (its turn is over), or — with `quiet_s` — when output
-    arrived after byte `since`, nothing more came for `quiet_s` seconds and the program is not
-    busy computing.
+    arrived after byte `since`, nothing more came for `quiet_s` seconds and nothing of the
+    program ran for `STILL_S` (Interactive.stillness), all of it asleep at once.
 
     `mark`: `io.progress_mark()` taken just before the caller wrote input; the program counts
     as waiting again only once it has run since (so the echo of our own write, which arrives
@@ -586,6 +625,7 @@ def wait_for_output(io: Interactive, *, since: int, timeout_s: float, quiet_s: f
     poll = 0.0005  # the waiting-for-input check backs off to 20 ms
     out = io.output
     seen_waiting: tuple[int, float] | None = None  # (output size, since when) it has been seen waiting
+    still: tuple[object, float] | None = None  # (picture, since when) the program has been seen still
     while True:
         if cancel_event is not None and cancel_event.is_set():
             return WaitResult("cancelled", out.size)
@@ -608,18 +648,34 @@ def wait_for_output(io: Interactive, *, since: int, timeout_s: float, quiet_s: f
             poll = CONFIRM_S / 2
         else:
             seen_waiting = None
-        if (quiet_s is not None and out.size > since and now - out.last_output >= quiet_s and not io.busy()
-                and not io.output_pending() and time.monotonic() - out.last_output >= quiet_s):
-            # a program still computing is not quiet, nor one whose output the terminal layer
-            # has yet to push to our side (its kernel worker lags under load: the program may
-            # have answered and be asleep again while our side has seen nothing for 0.5 s);
-            # the quiet is measured again once what was pending is copied
-            return WaitResult("quiet", out.size)
+        if quiet_s is not None and out.size > since and seen_waiting is None and now - out.last_output >= quiet_s:
+            # A program still computing is not quiet: it is quiet once nothing of it ran for a
+            # while, every thread asleep (a sleep counts), and nothing it wrote is still on its
+            # way to our side (the terminal layer's kernel worker lags under load: the program
+            # may have answered and be asleep again while our side has seen nothing for 0.5 s;
+            # the quiet is measured again once what was pending is copied). One it is about to
+            # be seen waiting for input (the check above, confirming) is left to that check.
+            picture = io.stillness()
+            if picture is None:
+                still = None
+            elif still is None or still[0] != picture:
+                still = (picture, time.monotonic())  # after the walk: the next starts STILL_S later
+            elif (now - still[1] >= STILL_S and not io.output_pending()
+                  and time.monotonic() - out.last_output >= quiet_s):
+                return WaitResult("quiet", out.size)
+        else:
+            still = None
         if now >= deadline:
             return WaitResult("timeout", out.size)
         wait = deadline - now
         if quiet_s is not None and out.size > since:
-            wait = min(wait, out.last_output + quiet_s - now)
+            until_quiet = out.last_output + quiet_s - now
+            if until_quiet > 0:
+                wait = min(wait, until_quiet)
+            elif still is not None:  # the stillness is looked at again when it would be long enough
+                wait = min(wait, max(still[1] + STILL_S - now, CONFIRM_S))
+            # otherwise the program is running: looked at again at the poll's pace (below),
+            # not in a loop that takes a CPU from the program it waits for
         if io.tty:
             wait = min(wait, poll)
             poll = min(poll * 2, 0.02) if seen_waiting is None else CONFIRM_S / 2
