@@ -13,6 +13,9 @@ Rows (median over N interleaved runs, same process, same machine):
     audit, the wait that ends once the REPL waits for input again, rendering, result text).
 - sessions held open at once: N background `cat` tasks on terminals through Bash; codebelt's
   own RSS growth per session (pump thread, descriptors, emulator) and the children's RSS.
+- a TaskInput while the answer is computed silently for 2 s in a shell's `$(…)` child: the CPU
+  time codebelt spends in the call (the wait looking whether the program is still), and whether
+  every answer was whole (`got 42`, then waiting for input: not cut short on the quiet).
 """
 
 from __future__ import annotations
@@ -116,10 +119,29 @@ class ToolRepl:
         return elapsed
 
 
+COMPUTE_2S = "import time; t = time.monotonic()\nwhile time.monotonic() - t < 2.0: pass\nprint(42)"
+
+
+def computing_cpu(session: Session, calls: int) -> None:
+    command = f"while read -r a; do x=$({sys.executable} -c '{COMPUTE_2S}'); echo \"got $x\"; done"
+    tid = session.call("Bash", {"command": command, "run_in_background": True}).data["backgroundTaskId"]
+    cpu, whole = [], 0
+    for _ in range(calls):
+        before = time.process_time()
+        r = session.call("TaskInput", {"task_id": tid, "input": "go\n", "wait_ms": 30_000})
+        cpu.append(time.process_time() - before)
+        whole += "got 42" in r.data["stdout"] and r.data["waitingForInput"]
+    session.call("TaskStop", {"task_id": tid})
+    print(f"TaskInput while a $(…) child computes silently for 2 s ({calls} calls): codebelt's CPU "
+          f"{statistics.median(cpu) * 1000:.0f} ms median ({min(cpu) * 1000:.0f}–{max(cpu) * 1000:.0f}); "
+          f"whole answers {whole}/{calls}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=300)
     ap.add_argument("--sessions", type=int, default=64)
+    ap.add_argument("--computing", type=int, default=5, help="TaskInput calls to a computing child")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
@@ -168,6 +190,7 @@ def main() -> int:
         refused = session.call("Bash", {"command": "cat", "run_in_background": True})
         print(f"  session {args.sessions + 1}: {'refused' if refused.is_error else 'accepted'}"
               f"{': ' + refused.text[:80] if refused.is_error else ''}")
+        computing_cpu(session, args.computing)
         session.close()
         print(f"peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
     return 0
