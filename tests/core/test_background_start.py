@@ -146,6 +146,35 @@ def test_a_caller_waiting_for_the_build_releases_the_hold(tmp_path):
         index.close()
 
 
+def test_a_callers_own_refresh_is_not_stuck_behind_a_paused_build(tmp_path):
+    """A build paused mid-way holds the build's lock: a caller's refresh (made while the call
+    that paused it still runs) lets it finish, then runs, rather than waiting for the call."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    project(root, 8)
+    calls = CallsRunning(quiet=0.0)
+
+    def progress(done: int, total: int) -> None:
+        if done == 1 and not calls.held:
+            calls.begin()
+
+    index = CodeIndex(root, tmp_path / "cache", workers=1, progress=progress, pause=calls)
+    try:
+        index.start()
+        assert calls.wait_for(holding("code index"), WAIT)
+        build = index._thread
+        stats = []
+        caller = threading.Thread(target=lambda: stats.append(index.refresh()), daemon=True)
+        caller.start()
+        caller.join(WAIT)
+        assert stats, "the refresh waited for the paused build, which waited for the call"
+        assert not build.is_alive() and calls._running == 1
+        assert stats[0].listed == 8 and stats[0].unchanged == 8  # the paused build had parsed them all
+    finally:
+        calls.end()
+        index.close()
+
+
 def test_the_first_lsp_call_answers_from_the_index_while_the_warm_up_waits(ws, first_call_held):
     project(ws)
     (ws / "use.py").write_text("from m2 import f2\n\nprint(f2())\n")

@@ -232,13 +232,8 @@ class CodeIndex:
             return True
         if timeout is not None and timeout <= 0:
             return not t.is_alive()
-        with self._state_lock:
-            self._wanted += 1
-        try:
+        with self._waiting_for_build():
             t.join(timeout)
-        finally:
-            with self._state_lock:
-                self._wanted -= 1
         return not t.is_alive()
 
     # -- giving way: the background build pauses between steps while `pause` is busy ------------
@@ -420,29 +415,43 @@ class CodeIndex:
     def refresh(self) -> RefreshStats:
         """Bring the index up to date with the files on disk; returns what it did."""
         self._check_open()
-        with self._build_lock:
+        if threading.current_thread() is self._thread:
+            self._build_lock.acquire()
+        else:
+            with self._waiting_for_build():  # a background build paused mid-way holds the lock
+                self._build_lock.acquire()
+        try:
+            return self._refresh_locked()
+        finally:
+            self._build_lock.release()
+
+    def _waiting_for_build(self) -> "_Wanted":
+        """While a caller waits for the build (its end, or its lock), the build pauses for nobody."""
+        return _Wanted(self)
+
+    def _refresh_locked(self) -> RefreshStats:
+        with self._state_lock:
+            self._check_open()  # closed while this waited for the lock
+            self._builder_active = True
+        self._building = True
+        started = time.monotonic()
+        try:
+            stats = self._refresh()
+        except BaseException:
+            self._store.rollback()  # the next refresh starts from the last commit
+            raise
+        finally:
+            self._building = False
             with self._state_lock:
-                self._check_open()  # closed while this waited for the lock
-                self._builder_active = True
-            self._building = True
-            started = time.monotonic()
-            try:
-                stats = self._refresh()
-            except BaseException:
-                self._store.rollback()  # the next refresh starts from the last commit
-                raise
-            finally:
-                self._building = False
-                with self._state_lock:
-                    self._builder_active = False
-                    close_store = self._close_when_built
-                if close_store:  # close() did not wait for this build: it ends here
-                    self._store.close()
-            self._built_once = True
-            self._refreshed_at = started
-            self._build_error = None
-            self.last_refresh = stats
-            return stats
+                self._builder_active = False
+                close_store = self._close_when_built
+            if close_store:  # close() did not wait for this build: it ends here
+                self._store.close()
+        self._built_once = True
+        self._refreshed_at = started
+        self._build_error = None
+        self.last_refresh = stats
+        return stats
 
     def _list(self) -> Listing:
         if self._list_files is not None:
@@ -1007,6 +1016,19 @@ class CodeIndex:
 
 
 _SYM_COLS = ("s.name, s.kind, s.line, s.character, s.end_line, s.container, s.signature, f.path")
+
+
+class _Wanted:
+    def __init__(self, index: CodeIndex):
+        self._index = index
+
+    def __enter__(self) -> None:
+        with self._index._state_lock:
+            self._index._wanted += 1
+
+    def __exit__(self, *exc) -> None:
+        with self._index._state_lock:
+            self._index._wanted -= 1
 
 
 class _Turns:
