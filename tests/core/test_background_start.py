@@ -16,7 +16,6 @@ from codebelt.tool import CallsRunning
 from codebelt.tools._services import checkpoints, code_index
 
 WAIT = 60  # seconds: a bound on waiting for a state, never a speed assertion
-START_THREADS = ("codebelt-warm-start", "codebelt-checkpoints-start", "codebelt-intel-index")
 
 # Warm start on (tests' sessions turn it off by default), no language server found on the
 # machine (each would be a node process): the index and the baseline are what start.
@@ -56,10 +55,6 @@ def eventually(predicate, timeout: float = WAIT) -> bool:
             return False
         threading.Event().wait(0.02)
     return True
-
-
-def start_threads_alive() -> list[str]:
-    return [t.name for t in threading.enumerate() if t.name in START_THREADS and t.is_alive()]
 
 
 def test_a_call_holds_the_warm_up_and_the_baseline_which_go_on_after_it(ws, first_call_held):
@@ -205,8 +200,11 @@ def test_close_while_the_warm_up_is_held_ends_every_start_thread(ws, first_call_
     try:
         assert in_call.wait(WAIT)
         assert calls.wait_for(holding("code index", "checkpoint baseline"), WAIT)
+        index_threads = {t for t in threading.enumerate() if t.name == "codebelt-intel-index"}
         s.close()  # the call is still inside its hook
-        assert start_threads_alive() == []
+        assert len(s._starting) == 2 and not any(t.is_alive() for t in s._starting)
+        # no index thread of its own was begun (others may be another test's, ending)
+        assert {t for t in threading.enumerate() if t.name == "codebelt-intel-index"} <= index_threads
         assert calls.holding == {}
         assert s._services.peek(code_index) is None and s._services.peek(checkpoints) is None
     finally:
