@@ -7,7 +7,7 @@ not by a poll that sees it up to 50 ms late).
     .venv/bin/python benchmarks/bench_files.py --open-path --before REF [--runs 5]
     .venv/bin/python benchmarks/bench_files.py --scan
     .venv/bin/python benchmarks/bench_files.py --read [--before REF] [--runs 5]
-    .venv/bin/python benchmarks/bench_files.py --first-call [--before REF] [--runs 5]
+    .venv/bin/python benchmarks/bench_files.py --first-call [--before REF] [--runs 5] [--after S]
 
 The corpus is generated once under benchmarks/.corpus/ (gitignored) and reused. `--quick` uses a
 ~50 MB file with the page at line 500,000 (for a fast smoke run).
@@ -24,7 +24,8 @@ and as a whole `codebelt call Read` process; with `--before REF`, for REF too, e
 round, in turn. `--first-call` times the same Read as the first call of a session just opened
 with the defaults on a workspace that also holds a project (part of the standard library; a
 fresh index cache and checkpoint store per session, as in the first session there), then with
-the index and servers, the baseline, and both turned off at the start; `--before REF` likewise.
+the index and servers, the baseline, and both turned off at the start; `--before REF` likewise;
+`--after S`: the Read S seconds after the session opened, while that work runs.
 """
 
 from __future__ import annotations
@@ -224,9 +225,10 @@ def read_before(path: Path, offset: int, limit: int, runs: int, before: str | No
 FIRST_CHILD = r"""
 import json, sys, time
 root, path, offset, limit = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-extra = json.loads(sys.argv[5])
+extra, delay = json.loads(sys.argv[5]), float(sys.argv[6])
 from codebelt import Session
 s = Session(root=root, load_user_settings=False, settings={"read": {"maxTokens": 100_000}, **extra})
+time.sleep(delay)  # > 0: the call comes while what the session began in the background runs
 t = time.perf_counter()
 r = s.call("Read", {"file_path": path, "offset": offset, "limit": limit})
 first = time.perf_counter() - t
@@ -242,6 +244,8 @@ FIRST_VARIANTS = {
     "no checkpoint baseline at start": {"checkpoints": {"baselineAtStart": False}},
     "neither": {"intel": {"startWithSession": False}, "checkpoints": {"baselineAtStart": False}},
 }
+# With --after S: also without language servers (the index still starts).
+NO_SERVERS = ("no language servers", {"lsp": {"enabled": False}})
 PROJECT_PARTS = ("asyncio", "email", "json", "http", "logging", "importlib", "concurrent", "unittest")
 
 
@@ -267,14 +271,15 @@ def session_workspace(big: Path) -> tuple[Path, int, int]:
     return ws, len(files), sum(p.stat().st_size for p in files)
 
 
-def first_read(ws: Path, big: Path, offset: int, limit: int, settings: dict, src: Path | None) -> float:
+def first_read(ws: Path, big: Path, offset: int, limit: int, settings: dict, src: Path | None,
+               after: float = 0.0) -> float:
     """The first call of a session just opened on `ws` (fresh process; no index cache, no
     checkpoint store yet: the first session in this workspace), timed inside it."""
     home = Path(tempfile.mkdtemp(prefix="bench-first-"))
     try:
         env = {**_env(src), "XDG_CACHE_HOME": str(home / "cache"), "XDG_STATE_HOME": str(home / "state")}
         out = subprocess.run([PY, "-c", FIRST_CHILD, str(ws), str(ws / big.name), str(offset), str(limit),
-                              json.dumps(settings)], capture_output=True, text=True, timeout=600,
+                              json.dumps(settings), str(after)], capture_output=True, text=True, timeout=600,
                              start_new_session=True, env=env)
         if out.returncode != 0:
             raise SystemExit(f"child failed: {out.stderr[-2000:]}")
@@ -283,12 +288,17 @@ def first_read(ws: Path, big: Path, offset: int, limit: int, settings: dict, src
         shutil.rmtree(home, ignore_errors=True)
 
 
-def read_first_call(big: Path, offset: int, limit: int, runs: int, before: str | None) -> None:
+def read_first_call(big: Path, offset: int, limit: int, runs: int, before: str | None, after: float = 0.0) -> None:
     """The first Read of a session opened with the defaults on a workspace with a project in it
     (the index warm-up, the language server and the checkpoint baseline all begin as it opens),
     with each of those turned off in turn, for this tree and commit `before`, next to
-    `tail | head`: every measurement once per round, in turn."""
+    `tail | head`: every measurement once per round, in turn. `after` > 0: the Read comes that
+    many seconds after the session opened, while what it began runs (then without language
+    servers too)."""
     ws, n_files, n_bytes = session_workspace(big)
+    variants = dict(FIRST_VARIANTS)
+    if after > 0:
+        variants[NO_SERVERS[0]] = NO_SERVERS[1]
     repo = HERE.parent
     sides: list[tuple[str, Path | None]] = [("now", None)]
     tree = None
@@ -303,20 +313,22 @@ def read_first_call(big: Path, offset: int, limit: int, runs: int, before: str |
             t = time.perf_counter()
             tail_head(big, offset, limit)
             times.setdefault(("tail", ""), []).append(time.perf_counter() - t)
-            for variant, settings in FIRST_VARIANTS.items():
+            for variant, settings in variants.items():
                 for label, src in sides:
-                    times.setdefault((variant, label), []).append(first_read(ws, big, offset, limit, settings, src))
+                    times.setdefault((variant, label), []).append(
+                        first_read(ws, big, offset, limit, settings, src, after))
             load.append(os.getloadavg()[0])
     finally:
         if tree:
             subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], check=False)
     tail = min(times[("tail", "")])
-    print(f"The first call of a session: Read 2,000 lines at line {offset:,}, in a session just opened on a "
+    when = f"{after:g} s after it opened" if after > 0 else "just opened"
+    print(f"The first call of a session: Read 2,000 lines at line {offset:,}, in a session {when} on a "
           f"workspace with a project ({n_files} files, {n_bytes / 1e6:.1f} MB: part of the standard library; no "
           f"index cache or checkpoint store yet); best of {runs} rounds, median in brackets, each once per round, "
           f"in turn; load average (1 min) {min(load):.1f}-{max(load):.1f} on {os.cpu_count()} cores")
     print(f"{'session opened with':<34} " + " ".join(f"{label:>22}" for label, _ in sides) + f" {'tail | head':>12}  ratio")
-    for variant in FIRST_VARIANTS:
+    for variant in variants:
         cells = []
         for label, _ in sides:
             v = times[(variant, label)]
@@ -589,6 +601,8 @@ def main() -> None:
     ap.add_argument("--edit", action="store_true", help="only the Edit rows (one line of a 50 MB file)")
     ap.add_argument("--first-call", action="store_true", help="the deep Read as the first call of a session just "
                     "opened on a workspace with a project (with --before: against that commit)")
+    ap.add_argument("--after", type=float, default=0.0, help="with --first-call: the Read this many seconds after "
+                    "the session opened, while its background start runs")
     args = ap.parse_args()
     if args.open_path:
         open_path(args.before or "HEAD~1", args.runs)
@@ -616,7 +630,7 @@ def main() -> None:
         read_before(big, offset, limit, args.runs, args.before)
         return
     if args.first_call:
-        read_first_call(big, offset, limit, args.runs, args.before)
+        read_first_call(big, offset, limit, args.runs, args.before, args.after)
         return
     deep, t_tail = deep_read(big, offset, limit, args.runs)
     assert deep["first_row"] == f"{offset:>6}\t{expected_first}", (deep["first_row"], expected_first)
