@@ -31,6 +31,7 @@ the index and servers, the baseline, and both turned off at the start; `--before
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -179,21 +180,31 @@ def deep_read(path: Path, offset: int, limit: int, runs: int) -> tuple[dict, flo
     }, min(t_tail)
 
 
+@contextlib.contextmanager
+def sides_with(before: str | None):
+    """[("now", None)], plus (before, its src) when a commit is given: checked out into a
+    temporary worktree for the duration, removed after."""
+    sides: list[tuple[str, Path | None]] = [("now", None)]
+    if not before:
+        yield sides
+        return
+    repo = HERE.parent
+    tree = Path(tempfile.mkdtemp(prefix="bench-before-"))
+    subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", "--detach", str(tree), before], check=True)
+    try:
+        yield sides + [(before, tree / "src")]
+    finally:
+        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], check=False)
+
+
 def read_before(path: Path, offset: int, limit: int, runs: int, before: str | None) -> None:
     """The deep Read three ways (a session opened with the defaults, one with `codebelt call`'s
     settings, the whole `codebelt call Read` process), for this tree and for commit `before`,
     next to `tail | head`: every measurement once per round, the rounds in turn."""
-    repo = HERE.parent
-    sides: list[tuple[str, Path | None]] = [("now", None)]
-    tree = None
-    if before:
-        tree = Path(tempfile.mkdtemp(prefix="bench-before-"))
-        subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", "--detach", str(tree), before], check=True)
-        sides.append((before, tree / "src"))
     times: dict[tuple[str, str], list[float]] = {}
     rss: dict[str, float] = {}
     load = [os.getloadavg()[0]]
-    try:
+    with sides_with(before) as sides:
         for _ in range(runs):
             t = time.perf_counter()
             tail_head(path, offset, limit)
@@ -205,9 +216,6 @@ def read_before(path: Path, offset: int, limit: int, runs: int, before: str | No
                 times.setdefault(("one-shot", label), []).append(read_child(path, offset, limit, ONE_SHOT, src)["first"])
                 times.setdefault(("process", label), []).append(read_process(path, offset, limit, src))
             load.append(os.getloadavg()[0])
-    finally:
-        if tree:
-            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], check=False)
     tail = min(times[("tail", "")])
     print(f"Read 2,000 lines at line {offset:,}; best of {runs} rounds, each side once per round, in turn; "
           f"load average (1 min) {min(load):.1f}-{max(load):.1f} on {os.cpu_count()} cores")
@@ -299,16 +307,9 @@ def read_first_call(big: Path, offset: int, limit: int, runs: int, before: str |
     variants = dict(FIRST_VARIANTS)
     if after > 0:
         variants[NO_SERVERS[0]] = NO_SERVERS[1]
-    repo = HERE.parent
-    sides: list[tuple[str, Path | None]] = [("now", None)]
-    tree = None
-    if before:
-        tree = Path(tempfile.mkdtemp(prefix="bench-before-"))
-        subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", "--detach", str(tree), before], check=True)
-        sides.append((before, tree / "src"))
     times: dict[tuple[str, str], list[float]] = {}
     load = [os.getloadavg()[0]]
-    try:
+    with sides_with(before) as sides:
         for _ in range(runs):
             t = time.perf_counter()
             tail_head(big, offset, limit)
@@ -318,9 +319,6 @@ def read_first_call(big: Path, offset: int, limit: int, runs: int, before: str |
                     times.setdefault((variant, label), []).append(
                         first_read(ws, big, offset, limit, settings, src, after))
             load.append(os.getloadavg()[0])
-    finally:
-        if tree:
-            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], check=False)
     tail = min(times[("tail", "")])
     when = f"{after:g} s after it opened" if after > 0 else "just opened"
     print(f"The first call of a session: Read 2,000 lines at line {offset:,}, in a session {when} on a "
@@ -480,12 +478,11 @@ print(json.dumps({"open": per(plain), "beneath": per(beneath)}))
 def open_path(before: str, runs: int, calls: int = 400) -> None:
     """Read/Write/Edit latency with the new open path vs commit `before`, alternating."""
     repo = HERE.parent
-    tree = Path(tempfile.mkdtemp(prefix="bench-before-"))
-    subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", "--detach", str(tree), before], check=True)
-    try:
+    with sides_with(before) as sides:
+        tree_src = sides[1][1]
         results: dict[str, list[dict]] = {"now": [], "before": []}
         for _ in range(runs):
-            for label, src in (("before", tree / "src"), ("now", repo / "src")):
+            for label, src in (("before", tree_src), ("now", repo / "src")):
                 env = {**os.environ, "PYTHONPATH": str(src)}
                 out = subprocess.run([PY, "-c", OPEN_CHILD, str(calls)], capture_output=True, text=True,
                                      timeout=600, env=env)
@@ -499,8 +496,6 @@ def open_path(before: str, runs: int, calls: int = 400) -> None:
                                          check=True, timeout=600, env={**os.environ, "PYTHONPATH": str(repo / "src")}
                                          ).stdout)
         shutil.rmtree(work, ignore_errors=True)
-    finally:
-        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], check=False)
     names = {"read": "Read, 200-line file", "write": "Write over a read file", "create": "Write a new file in a new directory",
              "edit": "Edit one line"}
     print(f"median per call over {calls} calls, best of {runs} runs, alternating with {before}")

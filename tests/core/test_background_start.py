@@ -89,6 +89,16 @@ def test_a_call_holds_the_warm_up_and_the_baseline_which_go_on_after_it(ws, firs
         s.close()
 
 
+def index_during_a_call(tmp_path: Path) -> tuple[CallsRunning, CodeIndex]:
+    """A small project's index, not started, whose build gives way to a call now running."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    project(root)
+    calls = CallsRunning(quiet=0.0)
+    calls.begin()
+    return calls, CodeIndex(root, tmp_path / "cache", workers=1, pause=calls)
+
+
 @pytest.mark.parametrize("workers,files", [(1, 8), (2, 120)], ids=["in-thread", "parse-workers"])
 def test_a_build_under_way_pauses_between_files_while_a_call_runs(tmp_path, workers, files):
     """Held between two files (parsed in the build's thread) or two chunks (in worker
@@ -124,12 +134,7 @@ def test_a_build_under_way_pauses_between_files_while_a_call_runs(tmp_path, work
 def test_a_caller_waiting_for_the_build_releases_the_hold(tmp_path):
     """A call that needs the index (the LSP tool waiting for a first build, RepoMap) gets it
     while it runs: the build does not wait for the very call that waits for it."""
-    root = tmp_path / "ws"
-    root.mkdir()
-    project(root)
-    calls = CallsRunning(quiet=0.0)
-    calls.begin()
-    index = CodeIndex(root, tmp_path / "cache", workers=1, pause=calls)
+    calls, index = index_during_a_call(tmp_path)
     try:
         index.start()
         assert calls.wait_for(holding("code index"), WAIT)
@@ -214,12 +219,7 @@ def test_close_while_the_warm_up_is_held_ends_every_start_thread(ws, first_call_
 
 
 def test_close_while_a_build_is_held_stops_it(tmp_path):
-    root = tmp_path / "ws"
-    root.mkdir()
-    project(root)
-    calls = CallsRunning(quiet=0.0)
-    calls.begin()
-    index = CodeIndex(root, tmp_path / "cache", workers=1, pause=calls)
+    calls, index = index_during_a_call(tmp_path)
     index.start()
     assert calls.wait_for(holding("code index"), WAIT)
     build = index._thread
