@@ -28,7 +28,6 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
-import secrets
 import stat as stat_mod
 import threading
 import time
@@ -418,7 +417,7 @@ class Tracker:
             if defer_at is not None and st.st_size >= defer_at and budget.allows(st.st_size) \
                     and (self.file_limit is None or st.st_size <= self.file_limit):
                 budget.used += st.st_size  # reserved: the copy is made after the call returns
-                return Entry(FILE, mode, None, st.st_size, lost=f"{DEFERRED} ({secrets.token_hex(6)})", key=key)
+                return Entry(FILE, mode, None, st.st_size, lost=f"{DEFERRED} ({os.urandom(6).hex()})", key=key)
             return self._keep(path, st, mode, key, budget)
         if kind == LINK:
             try:

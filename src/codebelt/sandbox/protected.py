@@ -161,8 +161,13 @@ def _runtime_in(root: Path, look: "Consult") -> tuple[list[Path], list[Path]]:
             continue
         real = Path(found)
         ro.append(real)
-        pins += [up for up in reversed(real.parents) if root in up.parents]
+        pins += _between(root, real)
     return pins, ro
+
+
+def _between(root: Path, path: Path) -> list[Path]:
+    """The directories strictly between `root` and `path` (below it), outermost first."""
+    return [up for up in reversed(path.parents) if root in up.parents]
 
 
 def _walk(path: str, root: str) -> tuple[str, str | None, bool]:
@@ -315,7 +320,7 @@ def _home_config(root: Path, look: Consult) -> tuple[list[Path], list[Path]]:
     home = Path(found)
     if home == Path("/") or not (home == root or root in home.parents):
         return [], []
-    pins = [up for up in (*reversed(home.parents), home) if root in up.parents]
+    pins = [*_between(root, home), home] if home != root else []
     try:
         with os.scandir(home) as entries:
             return pins, [home / e.name for e in entries if e.name.startswith(".") or e.name == "bin"]
