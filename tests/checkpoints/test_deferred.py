@@ -75,7 +75,17 @@ MUTATIONS = {
     "replaced by a rename": lambda p: replace_file(p, p.read_bytes()),
     "removed": lambda p: p.unlink(),
     "mode changed": lambda p: p.chmod(0o600),
+    "replaced by a symlink to a copy": link_to_copy,
+    "replaced by a FIFO": lambda p: (p.unlink(), os.mkfifo(p)),  # an open that blocks, unless asked not to
 }
+
+
+def link_to_copy(p: Path) -> None:
+    """The same bytes at the same path, reached through a symlink: not the file the call left."""
+    copy = p.with_name(p.name + ".copy")
+    copy.write_bytes(p.read_bytes())
+    p.unlink()
+    p.symlink_to(copy)
 
 
 @pytest.mark.parametrize("mutate", MUTATIONS.values(), ids=MUTATIONS.keys())
