@@ -69,6 +69,14 @@ def test_the_content_a_call_left_is_kept_and_redone(tmp_path, ws, size, deferred
     book.close()
 
 
+def link_to_copy(p: Path) -> None:
+    """The same bytes at the same path, reached through a symlink: not the file the call left."""
+    copy = p.with_name(p.name + ".copy")
+    copy.write_bytes(p.read_bytes())
+    p.unlink()
+    p.symlink_to(copy)
+
+
 MUTATIONS = {
     "appended": lambda p: p.open("ab").write(b"more"),
     "rewritten in place, same size": lambda p: p.open("r+b").write(b"X" * 16),
@@ -78,14 +86,6 @@ MUTATIONS = {
     "replaced by a symlink to a copy": link_to_copy,
     "replaced by a FIFO": lambda p: (p.unlink(), os.mkfifo(p)),  # an open that blocks, unless asked not to
 }
-
-
-def link_to_copy(p: Path) -> None:
-    """The same bytes at the same path, reached through a symlink: not the file the call left."""
-    copy = p.with_name(p.name + ".copy")
-    copy.write_bytes(p.read_bytes())
-    p.unlink()
-    p.symlink_to(copy)
 
 
 @pytest.mark.parametrize("mutate", MUTATIONS.values(), ids=MUTATIONS.keys())
